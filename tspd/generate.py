@@ -195,6 +195,7 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
                 w0, w1 = s, (e if cache == "dual" else T)
             logits = model(x[:, w0:w1], attention_mask=attn, position_ids=pos[:, w0:w1],
                            cache=kv, offset=w0)
+            logits = _candidates_only(logits, model.config.vocab_size, special.mask)
             nfe += 1
             nfe_rows += active.long()
             block_steps[:, b] += active.long()
@@ -246,6 +247,18 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
     return Generation(token_ids=gen, texts=decode_texts(tok, gen, special.stop_ids()), nfe=nfe,
                       nfe_per_sample=nfe_rows.tolist(), seconds=seconds, prompt_length=P, trace=trace,
                       steps_per_block=block_steps.tolist())
+
+
+def _candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torch.Tensor:
+    """Drop the head's padding rows beyond ``vocab_size`` and forbid [MASK] as a candidate token.
+
+    LLaDA's reference code does neither; with a trained model neither ever wins the argmax, but a
+    committed [MASK] would silently leave its slot undecoded (dInfer excludes it the same way).
+    """
+    logits = logits[..., :vocab_size]
+    if mask_id < vocab_size:
+        logits[..., mask_id] = float("-inf")
+    return logits
 
 
 def _apply(x: torch.Tensor, P: int, s: int, e: int, view: StepView, decision: Decision,

@@ -1,0 +1,114 @@
+"""The generation loop: LLaDA's official semantics, batching, validation and traces."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tspd.generate import generate
+from tspd.schedule import num_transfer_tokens
+
+from conftest import EOS, MASK, prompts, random_model
+
+
+def official_vanilla(model, prompt: list[int], gen_length: int, block_length: int, steps: int) -> torch.Tensor:
+    """LLaDA's generate() for one prompt, written out plainly: full-canvas forwards, top-k commits."""
+    x = torch.tensor([prompt + [MASK] * gen_length])
+    P, per_block = len(prompt), steps // (gen_length // block_length)
+    for b in range(gen_length // block_length):
+        s, e = P + b * block_length, P + (b + 1) * block_length
+        n = int((x[0, s:e] == MASK).sum())
+        counts = [n // per_block + (1 if i < n % per_block else 0) for i in range(per_block)]
+        for k in counts:
+            logits = model(x)[0].float()
+            logits[:, MASK] = -float("inf")          # tspd never proposes [MASK] (see _candidates_only)
+            probs = torch.softmax(logits, -1)
+            x0 = probs.argmax(-1)
+            conf = probs.gather(-1, x0[:, None])[:, 0]
+            conf[e:] = -float("inf")
+            conf[:s] = -float("inf")
+            conf[x[0] != MASK] = -float("inf")
+            for j in conf.topk(k).indices.tolist() if k else []:
+                x[0, j] = x0[j]
+    return x[0, P:]
+
+
+def test_schedule_gives_remainder_to_first_steps():
+    got = num_transfer_tokens(torch.tensor([10, 32, 3]), 4)
+    assert got.tolist() == [[3, 3, 2, 2], [8, 8, 8, 8], [1, 1, 1, 0]]
+    assert got.sum(-1).tolist() == [10, 32, 3]
+
+
+@pytest.mark.parametrize("gen,block,steps", [(32, 8, 32), (32, 16, 8), (24, 8, 12)])
+def test_vanilla_matches_official_loop(gen, block, steps):
+    m = random_model(seed=5)
+    for p in prompts(3, seed=2):
+        out = generate(m, [p], gen_length=gen, block_length=block, steps=steps)
+        assert out.token_ids[0].tolist() == official_vanilla(m, p, gen, block, steps).tolist()
+        assert out.nfe == steps
+
+
+def test_vanilla_runs_fixed_steps_even_when_they_exceed_the_block():
+    m = random_model()
+    out = generate(m, [[1, 2, 3]], gen_length=8, block_length=8, steps=12)
+    assert out.nfe == 12 and (out.token_ids != MASK).all()
+
+
+@pytest.mark.parametrize("policy,kw", [("vanilla", {}), ("fast-dllm", {"threshold": 0.5})])
+@pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
+def test_batch_agrees_with_one_prompt_at_a_time(policy, kw, cache):
+    m = random_model(seed=7, scale=0.8)
+    ps = prompts(4, seed=9)
+    batch = generate(m, ps, gen_length=32, block_length=8, policy=policy, policy_kwargs=kw, cache=cache)
+    for i, p in enumerate(ps):
+        one = generate(m, [p], gen_length=32, block_length=8, policy=policy, policy_kwargs=kw, cache=cache)
+        assert batch.token_ids[i].tolist() == one.token_ids[0].tolist()
+        assert batch.nfe_per_sample[i] == one.nfe
+
+
+def test_trace_invariants_of_vanilla():
+    m = random_model(seed=11)
+    out = generate(m, prompts(2), gen_length=32, block_length=8, steps=16, record_trace=True)
+    tr = out.trace
+    S, B, L = tr.conf.shape
+    assert (S, B, L) == (16, 2, 32) and out.nfe == 16
+    final = out.token_ids
+    for t in range(S):
+        b = int(tr.block[t])
+        new = tr.committed[t]
+        assert not new[:, : b * 8].any() and not new[:, (b + 1) * 8:].any()     # only the current block
+        assert (new.sum(-1) == 2).all()                                        # 8 tokens / 4 steps
+        # a committed token is the step's candidate and is never changed afterwards
+        assert (tr.x0[t][new] == final[new]).all()
+    assert tr.committed.sum(0).eq(1).all()                                     # each position fixed exactly once
+
+
+def test_sampling_is_seeded():
+    m = random_model(seed=2)
+    a = generate(m, prompts(2), gen_length=16, block_length=8, temperature=1.0, seed=4).token_ids
+    b = generate(m, prompts(2), gen_length=16, block_length=8, temperature=1.0, seed=4).token_ids
+    greedy = generate(m, prompts(2), gen_length=16, block_length=8).token_ids
+    assert torch.equal(a, b) and not torch.equal(a, greedy)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(gen_length=30, block_length=8), "multiple of block_length"),
+    (dict(gen_length=32, block_length=8, steps=6), "multiple of the number of blocks"),
+    (dict(cache="full"), "cache must be one of"),
+    (dict(policy="nonsense"), "unknown policy"),
+    (dict(policy="fast-dllm", threshold=1.5), "threshold"),
+])
+def test_bad_arguments_are_rejected(tiny_model, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        generate(tiny_model, [[1, 2]], **kwargs)
+
+
+def test_string_prompts_need_a_tokenizer(tiny_model):
+    with pytest.raises(ValueError, match="tokenizer"):
+        generate(tiny_model, ["hello"])
+
+
+def test_threshold_policy_uses_fewer_forwards_and_stops_per_block():
+    m = random_model(seed=7, scale=0.8)
+    fast = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", threshold=0.3)
+    assert fast.nfe < 32 and (fast.token_ids != MASK).all()
+    assert all(sum(r) == n for r, n in zip(fast.steps_per_block, fast.nfe_per_sample))

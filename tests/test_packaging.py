@@ -1,0 +1,37 @@
+"""Project metadata stays consistent: environment.yml mirrors pyproject.toml; the CLI lists its commands."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_environment_yml_mirrors_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = set(project["dependencies"])
+    for name, deps in project["optional-dependencies"].items():
+        wanted |= {d for d in deps if not d.startswith("tspd[")}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    listed = {p.replace(" ", "") for p in pip if not p.startswith("-e")}
+    assert listed == {w.replace(" ", "") for w in wanted}
+    assert "-e .[all]" in pip
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci/run").read_text()
+    assert "bash scripts/test.sh" in readme and "bash scripts/test.sh" in ci
+    assert "bash scripts/build_book.sh" in readme
+
+
+def test_cli_lists_every_command():
+    out = subprocess.run([sys.executable, "-m", "tspd", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0
+    for cmd in ("generate", "eval", "grade", "train-lm", "collect-traces", "train-controller", "bench-step"):
+        assert cmd in out.stdout
