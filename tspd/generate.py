@@ -55,6 +55,15 @@ class Generation:
     prompt_length: int                 # width of the (left-padded) prompt
     trace: Trace | None = None
     steps_per_block: list[list[int]] = field(default_factory=list)  # [B][num_blocks] forwards used
+    forward_seconds: float | None = None   # with profile=True: time in model forwards ...
+    control_seconds: float | None = None   # ... and in statistics + CE + controller + commit
+
+    @property
+    def control_overhead(self) -> float | None:
+        """Controller + CE time per step as a fraction of one model forward (paper Section 5.4)."""
+        if self.forward_seconds is None or not self.forward_seconds:
+            return None
+        return self.control_seconds / self.forward_seconds
 
     @property
     def tokens_per_second(self) -> float:
@@ -118,7 +127,7 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
              tokenizer=None, threshold: float | None = None, policy_kwargs: dict | None = None,
              ce_kwargs: dict | None = None, record_trace: bool = False,
              confidence_dtype: torch.dtype = torch.float32, add_special_tokens: bool = False,
-             seed: int | None = None) -> Generation:
+             seed: int | None = None, profile: bool = False) -> Generation:
     """Decode ``prompts`` with a masked diffusion LM, block by block (paper Algorithm 1).
 
     Args:
@@ -135,6 +144,8 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
         threshold: shortcut for ``policy_kwargs={"threshold": ...}``.
         record_trace: also return per-step, per-token traces (:class:`Trace`).
         confidence_dtype: dtype of the softmax statistics (LLaDA bf16, Fast-dLLM float64, ours float32).
+        profile: split the wall time into model forwards and control (synchronises the device at
+            each boundary, so leave it off when measuring throughput).
     """
     steps = gen_length if steps is None else steps
     num_blocks = _check_lengths(gen_length, block_length, steps)
@@ -169,10 +180,12 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
     kv = model.new_cache() if cache != "none" else None
     canvas_x0 = torch.full((B, gen_length), special.mask, dtype=torch.long, device=device)
     canvas_conf = torch.zeros(B, gen_length, device=device)
+    canvas_gap = torch.zeros(B, gen_length, device=device)
     phi = relative_position(block_length, device)
     nfe, global_step = 0, 0
     nfe_rows = torch.zeros(B, dtype=torch.long, device=device)
     block_steps = torch.zeros(B, num_blocks, dtype=torch.long, device=device)
+    clock = _Clock(device, enabled=profile)
     rec: dict[str, list] = {k: [] for k in ("conf", "entropy", "margin", "x0", "committed", "masked", "seen_conf", "block")}
 
     for b in range(num_blocks):
@@ -193,8 +206,10 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
                 w0, w1 = 0, T
             else:
                 w0, w1 = s, (e if cache == "dual" else T)
+            clock.start()
             logits = model(x[:, w0:w1], attention_mask=attn, position_ids=pos[:, w0:w1],
                            cache=kv, offset=w0)
+            clock.lap("forward")
             logits = _candidates_only(logits, model.config.vocab_size, special.mask)
             nfe += 1
             nfe_rows += active.long()
@@ -204,7 +219,8 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
             st = step_stats(logits[:, g0 - w0:], temperature, confidence_dtype, generator)
             canvas_x0[:, g0 - P:w1 - P] = st.x0
             canvas_conf[:, g0 - P:w1 - P] = st.conf.float()
-            traces.update(g0 - P, st.conf)
+            canvas_gap[:, g0 - P:w1 - P] = st.logit_gap.float()
+            traces.update(g0 - P, st.conf, rows=active)
             bl = slice(s - g0, e - g0)                                  # the block inside the window
             blk = StepStats(*(getattr(st, f)[:, bl] for f in ("x0", "conf", "entropy", "margin", "logit_gap")))
             conf, u = blk.conf, torch.zeros_like(blk.conf)
@@ -218,9 +234,10 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
                 momentum=traces.momentum[:, gs:gs + block_length], phi=phi, u=u, masked=masked,
                 quota=quota[:, i] if i < steps_per_block else torch.zeros_like(quota[:, 0]),
                 canvas_x0=canvas_x0, canvas_conf=canvas_conf, canvas_masked=x[:, P:] == special.mask,
-                eos_id=special.eos, mask_id=special.mask)
+                eos_id=special.eos, mask_id=special.mask, canvas_gap=canvas_gap)
             decision = controller.decide(view)
             committed = _apply(x, P, s, e, view, decision, controller.force_progress, special)
+            clock.lap("control")
             global_step += 1
             if record_trace:
                 full = lambda t, fill: torch.full((B, gen_length), fill, dtype=t.dtype, device=device)  # noqa: E731
@@ -246,7 +263,33 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
                       block=torch.tensor(rec["block"]))
     return Generation(token_ids=gen, texts=decode_texts(tok, gen, special.stop_ids()), nfe=nfe,
                       nfe_per_sample=nfe_rows.tolist(), seconds=seconds, prompt_length=P, trace=trace,
-                      steps_per_block=block_steps.tolist())
+                      steps_per_block=block_steps.tolist(),
+                      forward_seconds=clock.total.get("forward") if profile else None,
+                      control_seconds=clock.total.get("control") if profile else None)
+
+
+class _Clock:
+    """Accumulates wall time per phase; synchronises CUDA at each boundary (profiling only)."""
+
+    def __init__(self, device: torch.device, enabled: bool):
+        self.enabled, self.cuda = enabled, device.type == "cuda"
+        self.total: dict[str, float] = {}
+        self.t = 0.0
+
+    def _now(self) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def start(self) -> None:
+        if self.enabled:
+            self.t = self._now()
+
+    def lap(self, phase: str) -> None:
+        if self.enabled:
+            now = self._now()
+            self.total[phase] = self.total.get(phase, 0.0) + now - self.t
+            self.t = now
 
 
 def _candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torch.Tensor:

@@ -1,0 +1,208 @@
+"""``python -m tspd bench-step``: time decoding steps of a random-weight model against the roofline.
+
+The model is built directly on the device with random weights (no download, no CPU copy). After a
+warm-up, each measurement is the median of many repeats, timed with CUDA events on a GPU and
+``perf_counter`` on a CPU:
+
+- ``full_forward``: one forward over prompt + generated region (the no-cache step, and the first
+  step of each block under both caches);
+- ``prefix_step``: a cached forward over [block_start, end) (Fast-dLLM prefix cache);
+- ``dual_step``: a cached forward over the block only (Fast-dLLM dual cache);
+- ``generate``: a whole :func:`tspd.generate.generate` call per NFE for several policies, and the
+  controller + CE time per step as a fraction of one forward.
+
+The roofline floors use peak rates measured on the same device (a large matmul, a large copy):
+time >= max(FLOPs / peak_flops, bytes moved / peak_bandwidth).
+"""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from .config import LLaDAConfig
+from .loading import SpecialTokens
+from .model import LLaDAModelLM
+
+# LLaDA-8B-Instruct's config.json values (peers note section 2); ids as that file declares them
+SHAPES = {
+    "llada-8b": dict(d_model=4096, n_layers=32, n_heads=32, n_kv_heads=32, mlp_hidden_size=12288,
+                     vocab_size=126464, embedding_size=126464, rope_theta=500000.0, rms_norm_eps=1e-5,
+                     mask_token_id=126336, eos_token_id=126081, pad_token_id=126081),
+    "tiny": dict(d_model=256, n_layers=6, n_heads=4, n_kv_heads=4, mlp_hidden_size=768, vocab_size=96,
+                 rope_theta=10000.0, mask_token_id=95, eos_token_id=94, pad_token_id=94),
+}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
+    p.add_argument("--batch", default="1", help="comma-separated batch sizes, e.g. 1,8")
+    p.add_argument("--prompt", type=int, default=896, help="prompt length in tokens")
+    p.add_argument("--gen", type=int, default=256, help="generated length")
+    p.add_argument("--block", type=int, default=32)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", default=None, help="default: bfloat16 on GPU, float32 on CPU")
+    p.add_argument("--repeats", type=int, default=20, help="timed repeats per measurement (median)")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--policies", default="vanilla,fast-dllm,tspd+ce", help="policies timed inside generate")
+    p.add_argument("--generate-repeats", type=int, default=2)
+    p.add_argument("--no-generate", action="store_true", help="skip the whole-generate measurements")
+    p.add_argument("--out", default=None, help="write the results JSON here (e.g. results/gpu/<device>.json)")
+
+
+class Timer:
+    """Median wall time of ``fn`` over repeats; CUDA events on a GPU, perf_counter elsewhere."""
+
+    def __init__(self, device: torch.device, repeats: int, warmup: int):
+        self.device, self.repeats, self.warmup = device, repeats, warmup
+
+    def __call__(self, fn) -> float:
+        for _ in range(self.warmup):
+            fn()
+        times = []
+        for _ in range(self.repeats):
+            if self.device.type == "cuda":
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                times.append(a.elapsed_time(b) / 1e3)
+            else:
+                t = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+
+def build_model(shape: str, device: torch.device, dtype: torch.dtype) -> LLaDAModelLM:
+    """Random weights created on ``device`` in ``dtype`` (never materialised on the CPU first)."""
+    cfg = LLaDAConfig(**SHAPES[shape])
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = LLaDAModelLM(cfg).eval()
+    finally:
+        torch.set_default_dtype(prev)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    model.special = SpecialTokens(mask=cfg.mask_token_id, eos=cfg.eos_token_id, pad=cfg.pad_token_id)
+    model.tokenizer, model.name_or_path = None, f"<random {shape}>"
+    return model
+
+
+def peak_rates(device: torch.device, dtype: torch.dtype, timer: Timer) -> dict:
+    """Measured peak matmul FLOP/s and copy bandwidth on this device."""
+    n = 8192 if device.type == "cuda" else 1024
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    t_mm = timer(lambda: a @ b)
+    nbytes = (1 << 30) if device.type == "cuda" else (1 << 27)
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    t_cp = timer(lambda: dst.copy_(src))
+    return {"matmul_flops": 2 * n ** 3 / t_mm, "copy_bytes_per_s": 2 * nbytes / t_cp,
+            "matmul_n": n, "copy_bytes": nbytes}
+
+
+def forward_cost(cfg: LLaDAConfig, batch: int, q_len: int, kv_len: int, elem: int) -> dict:
+    """FLOPs and bytes of one forward of ``q_len`` query tokens attending over ``kv_len`` keys."""
+    d, L, hd = cfg.d_model, cfg.n_layers, cfg.head_dim
+    per_layer = 2 * d * (cfg.n_heads * hd + 2 * cfg.kv_heads * hd) + 2 * cfg.n_heads * hd * d + 3 * 2 * d * cfg.mlp_hidden_size
+    tokens = batch * q_len
+    flops = tokens * (L * per_layer + 2 * d * cfg.rows) + L * batch * 4 * q_len * kv_len * cfg.n_heads * hd
+    weights = (L * per_layer // 2 + 2 * d * cfg.rows) * elem            # every weight read once
+    kv_bytes = L * batch * 2 * kv_len * cfg.kv_heads * hd * elem
+    return {"flops": flops, "bytes": weights + kv_bytes + tokens * cfg.rows * elem}
+
+
+def floor_seconds(cost: dict, peaks: dict) -> float:
+    return max(cost["flops"] / peaks["matmul_flops"], cost["bytes"] / peaks["copy_bytes_per_s"])
+
+
+def _random_tspd_net():
+    """A randomly initialised TSPD network of the paper's shape (timing only: its gates are meaningless)."""
+    from .controllers.tspd import TSPDConfig, TSPDNet
+    return TSPDNet(TSPDConfig())
+
+
+def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
+    from .generate import generate
+    cfg, dev = model.config, model.device
+    P, G, Lb = args.prompt, args.gen, args.block
+    T = P + G
+    ids = torch.randint(0, cfg.vocab_size - 2, (batch, T), device=dev)
+    ids[:, P:] = model.special.mask
+    kv = model.new_cache()
+    pos = torch.arange(T, device=dev).expand(batch, T)
+    with torch.no_grad():
+        full = timer(lambda: model(ids))
+        model(ids, cache=kv)
+        prefix = timer(lambda: model(ids[:, P:], position_ids=pos[:, P:], cache=kv, offset=P))
+        dual = timer(lambda: model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P))
+    elem = torch.finfo(model.dtype).bits // 8
+    row = {"batch": batch, "prompt": P, "gen": G, "block": Lb}
+    for name, t, q in (("full_forward", full, T), ("prefix_step", prefix, G), ("dual_step", dual, Lb)):
+        floor = floor_seconds(forward_cost(cfg, batch, q, T, elem), peaks)
+        row[name] = {"seconds": t, "floor_seconds": floor, "floor_fraction": floor / t}
+    if args.no_generate:
+        return row
+    prompts = ids[:, :P]
+    row["generate"] = {}
+    for policy in [p for p in args.policies.split(",") if p]:
+        name, ce = policy.removesuffix("+ce"), policy.endswith("+ce")
+        kw = {"net": _random_tspd_net()} if name == "tspd" else {}
+        for cache in ("none", "dual"):
+            runs = []
+            for _ in range(args.generate_repeats + 1):   # the first call is a warm-up
+                out = generate(model, prompts, gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw,
+                               ce=ce, cache=cache)
+                runs.append(out)
+            prof = generate(model, prompts, gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw,
+                            ce=ce, cache=cache, profile=True)
+            timed = runs[1:]
+            per_nfe = statistics.median(o.seconds / o.nfe for o in timed)
+            row["generate"][f"{policy}/{cache}"] = {
+                "seconds_per_nfe": per_nfe, "nfe": timed[-1].nfe,
+                "tokens_per_second": statistics.median(o.tokens_per_second for o in timed),
+                "control_fraction_of_forward": prof.control_overhead}
+    return row
+
+
+def main(args) -> int:
+    device = torch.device(args.device)
+    dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
+    if args.gen % args.block:
+        raise SystemExit(f"error: --gen {args.gen} is not a multiple of --block {args.block}")
+    timer = Timer(device, args.repeats, args.warmup)
+    torch.manual_seed(0)
+    peaks = peak_rates(device, dtype, timer)
+    model = build_model(args.shape, device, dtype)
+    n_params = sum(p.numel() for p in model.parameters())
+    result = {
+        "command": "python -m tspd bench-step " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench-step"] else sys.argv[1:]),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
+        "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
+        "params": n_params, "peaks": peaks, "rows": [],
+    }
+    for b in [int(x) for x in args.batch.split(",")]:
+        row = bench_batch(model, b, args, timer, peaks)
+        result["rows"].append(row)
+        print(f"batch {b}: " + ", ".join(
+            f"{k} {v['seconds'] * 1e3:.2f} ms (floor {v['floor_seconds'] * 1e3:.2f})"
+            for k, v in row.items() if isinstance(v, dict) and "seconds" in v))
+        for k, v in row.get("generate", {}).items():
+            frac = v["control_fraction_of_forward"]
+            print(f"  generate {k}: {v['seconds_per_nfe'] * 1e3:.2f} ms/NFE, NFE {v['nfe']}, "
+                  f"{v['tokens_per_second']:.1f} tok/s, controller+CE {100 * frac:.2f} % of a forward")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.out}")
+    return 0
