@@ -1,0 +1,238 @@
+"""The run registry (tspd.experiments): stable keys, reuse of stored results, resume after a crash.
+
+A fake task (prompts are id lists) and the tiny random model of conftest (with a tokenizer that
+prints ids) stand in for real ones; ``generate`` and the evaluation harness run for real, in
+milliseconds.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tspd import experiments
+from tspd.experiments import RunConfig
+
+from conftest import prompts, random_model
+
+
+class FakeTokenizer:
+    chat_template = None
+
+    def decode(self, ids, skip_special_tokens=True):
+        return " ".join(map(str, ids))
+
+
+class FakeTask:
+    """The Task interface the harness uses: samples, prompt, postprocess, grade."""
+    name = "fake"
+    executes_code = False
+
+    def __init__(self, n: int = 8):
+        self._samples = [{"id": f"fake/{i}", "ids": p} for i, p in enumerate(prompts(n, seed=3))]
+
+    def samples(self, limit=None):
+        return list(self._samples if limit is None else self._samples[:limit])
+
+    def prompt(self, sample, tokenizer=None, chat=None):
+        return sample["ids"]
+
+    def postprocess(self, text, chat=False):
+        return text
+
+    def grade(self, sample, completion):
+        return {"correct": len(completion.split()) % 2 == 0, "reason": None}
+
+
+@pytest.fixture
+def registry(monkeypatch, tmp_path):
+    """Fake task + tiny model; counts the samples that go through ``generate``."""
+    calls = {"samples": 0, "loads": 0}
+    real_generate = experiments.generate
+
+    def counting_generate(model, batch, **kw):
+        calls["samples"] += len(batch)
+        return real_generate(model, batch, **kw)
+
+    def fake_load(name, device="cpu", dtype=None):
+        calls["loads"] += 1
+        model = random_model()
+        model.tokenizer = FakeTokenizer()
+        return model
+
+    monkeypatch.setattr(experiments, "generate", counting_generate)
+    monkeypatch.setattr(experiments, "load_model", fake_load)
+    monkeypatch.setattr(experiments, "get_task", lambda name: FakeTask())
+    monkeypatch.setattr(experiments.evaluate, "get_task", lambda name, data_dir=None, source=None: FakeTask())
+    monkeypatch.setattr(experiments, "_TASKS", {})
+    monkeypatch.setattr(experiments, "_MODELS", experiments.OrderedDict())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # a 32-wide model: with 2 threads on a busy machine each op waits ~40 ms
+    yield calls, tmp_path
+    torch.set_num_threads(threads)
+
+
+def config(**over) -> RunConfig:
+    base = dict(model="fake", task="fake", policy="fast-dllm", policy_kwargs={"threshold": 0.7},
+                gen_length=16, block_length=8, limit=4)
+    base.update(over)
+    return RunConfig(**base)
+
+
+def test_key_is_stable_and_canonical():
+    # a golden value: changing it silently would orphan every stored result
+    assert RunConfig().key == "41cb76cfc36f"
+    c = config()
+    assert len(c.key) == 12 and c.key == config().key
+    same = [config(steps=16), config(limit=100), config(limit=None), config(dtype="float32"),
+            config(policy_kwargs={"threshold": 0.7}), config(ce=False, ce_kwargs={"tau": 0.5}),
+            config(model="fake/")]
+    assert {s.key for s in same} == {c.key}
+    different = [config(policy="vanilla"), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
+                 config(ce=True, ce_kwargs={"tau": 0.5}), config(cache="dual"), config(gen_length=32),
+                 config(seed=1), config(device="cuda"), config(batch_size=2), config(model="other")]
+    keys = {d.key for d in different}
+    assert len(keys) == len(different) and c.key not in keys
+    assert config(ce=True, ce_kwargs={"H": 10, "tau": 0.5}).key == config(ce=True, ce_kwargs={"tau": 0.5, "H": 10}).key
+    assert RunConfig.from_dict(c.to_dict()) == c and hash(RunConfig.from_dict(c.to_dict())) == hash(c)
+    assert RunConfig(device="cuda").dtype == "bfloat16" and RunConfig().dtype == "float32"
+    with pytest.raises(dataclasses_frozen_error()):
+        c.policy = "vanilla"
+    with pytest.raises(ValueError):
+        config(cache="full")
+    with pytest.raises(TypeError):
+        config(policy_kwargs={"weights": object()})
+
+
+def dataclasses_frozen_error():
+    import dataclasses
+    return dataclasses.FrozenInstanceError
+
+
+def test_second_call_computes_nothing(registry):
+    calls, tmp = registry
+    first = experiments.run(config(), results_dir=tmp, progress=False)
+    assert (first.computed, first.reused) == (4, 0)
+    assert calls["samples"] == 4
+    assert [r["id"] for r in first.samples] == [f"fake/{i}" for i in range(4)]
+    for r in first.samples:
+        assert {"id", "correct", "output", "nfe", "seconds", "gen_tokens"} <= set(r)
+    s = first.summary
+    assert set(s) >= {"accuracy", "n", "nfe_mean", "tps", "tps_nonpad"} and s["n"] == 4
+    steady = [r for r in first.samples if not r["warmup"]]      # the harness leaves the warm-up batch out
+    assert s["tps"] == pytest.approx(len(steady) * 16 / sum(r["batch_seconds"] for r in steady), rel=1e-3)
+    assert s["accuracy"] == pytest.approx(100.0 * sum(r["correct"] for r in first.samples) / 4)
+
+    calls["samples"] = 0
+    again = experiments.run(config(), results_dir=tmp, progress=False)
+    assert (again.computed, again.reused, calls["samples"]) == (0, 4, 0)
+    assert again.samples == first.samples and again.summary == first.summary
+    assert calls["loads"] == 1
+
+    fewer = experiments.run(config(limit=2), results_dir=tmp, progress=False)   # a prefix: same file
+    assert (fewer.computed, calls["samples"]) == (0, 0) and fewer.samples == first.samples[:2]
+
+    meta = json.loads((tmp / f"{first.key}.json").read_text())
+    assert meta["config"]["policy"] == "fast-dllm" and meta["devices"] and meta["key"] == first.key
+    harness = json.loads((tmp / f"{first.key}.summary.json").read_text())
+    assert harness["n"] == 4 and harness["accuracy"] == pytest.approx(s["accuracy"] / 100)
+    assert experiments.load_result(config(), tmp).samples == first.samples
+    assert experiments.load_result(config(limit=8), tmp) is None
+
+
+def test_resume_after_partial_file(registry):
+    calls, tmp = registry
+    experiments.run(config(limit=3), results_dir=tmp, progress=False)
+    path = tmp / f"{config().key}.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])   # crash in the middle of row 3
+    calls["samples"] = 0
+    res = experiments.run(config(limit=6), results_dir=tmp, progress=False)
+    assert res.computed == 4 and res.reused == 2 and calls["samples"] == 4
+    stored = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [r["id"] for r in stored] == [f"fake/{i}" for i in range(6)]
+    assert res.samples[:2] == stored[:2]
+
+
+def test_batches_match_single_samples_and_force_recomputes(registry):
+    calls, tmp = registry
+    one = experiments.run(config(), results_dir=tmp, progress=False)
+    two = experiments.run(config(batch_size=2), results_dir=tmp, progress=False)
+    assert one.key != two.key and two.computed == 4
+    assert [r["nfe"] for r in two.samples] and all(r["gen_tokens"] <= 16 for r in two.samples)
+    calls["samples"] = 0
+    again = experiments.run(config(), results_dir=tmp, progress=False, force=True)
+    assert again.computed == 4 and calls["samples"] == 4
+    assert [r["output"] for r in again.samples] == [r["output"] for r in one.samples]   # greedy: deterministic
+    assert list(tmp.glob(f"{one.key}.stale-*.jsonl"))
+
+
+def test_changed_checkpoint_is_recomputed(registry, monkeypatch):
+    _, tmp = registry
+    monkeypatch.setattr(experiments, "model_fingerprint", lambda model: "aaaa")
+    experiments.run(config(), results_dir=tmp, progress=False)
+    assert experiments.run(config(), results_dir=tmp, progress=False).computed == 0
+    monkeypatch.setattr(experiments, "model_fingerprint", lambda model: "bbbb")
+    with pytest.warns(UserWarning, match="changed"):
+        res = experiments.run(config(), results_dir=tmp, progress=False)
+    assert res.computed == 4
+
+
+def test_result_row_for_side_by_side(registry):
+    from tspd import reported
+    _, tmp = registry
+    res = experiments.run(config(), results_dir=tmp, progress=False)
+    row = res.row(method="Fast-dLLM")
+    assert row["method"] == "Fast-dLLM" and row["setting"]["cache"] == "none" and row["tps"] > 0
+    table = reported.side_by_side(reported.paper_table("table13"), [row], keys=["method"], ours=res.label)
+    assert table[4]["ours: TPS"] == row["tps"] and table[4]["paper: TPS"] == 52.8
+    assert res.label.startswith("ours (fake, ") and res.label.endswith("n=4)")
+
+
+def test_eval_command_matches_the_harness_arguments(tmp_path):
+    from tspd import evaluate
+    c = config(ce=True, ce_kwargs={}, cache="dual", device="cuda", limit=0)
+    cmd = experiments.eval_command(c, tmp_path)
+    assert cmd.startswith("python -m tspd eval --task fake --model fake --policy fast-dllm")
+    assert "--policy-arg threshold=0.7" in cmd and "--ce " in cmd and "--limit" not in cmd
+    assert cmd.endswith(f"--out {tmp_path / (c.key + '.jsonl')}")
+    args = experiments.harness_args(c, "x.jsonl")
+    assert evaluate.parse_policy_args(args.policy_arg) == {"threshold": 0.7} and args.dtype == "bfloat16"
+    with pytest.raises(ValueError, match="CE settings"):
+        experiments.eval_command(config(ce=True, ce_kwargs={"tau": 0.5}))
+
+
+def test_paper_config_shares_rows_across_tables():
+    from tspd import reported
+    common = dict(model="/m/LLaDA-8B-Instruct", device="cuda", limit=0)
+    t1 = {(r["method"], r.get("dagger", False)): r for r in reported.paper_table("table1", task="gsm8k")}
+    vanilla = experiments.paper_config(t1["Vanilla", False], **common)
+    assert (vanilla.policy, vanilla.cache, vanilla.ce, vanilla.gen_length, vanilla.block_length) == ("vanilla", "none", False, 256, 32)
+    assert experiments.paper_config(reported.paper_table("table10")[0], **common).key == vanilla.key
+    ours = experiments.paper_config(t1["Ours", False], **common)
+    assert (ours.policy, ours.ce, ours.cache) == ("tspd", True, "dual")
+    assert experiments.paper_config(reported.paper_table("table4")[1], **common).key == ours.key
+    tau = experiments.paper_config(reported.paper_table("table12", part="tau")[1], **common)
+    assert tau.ce_kwargs == {"H": 20, "tau": 0.4}
+    fd = experiments.paper_config(t1["F-dLLM", False], method_default_cache="prefix", **common)
+    assert fd.cache == "prefix" and fd.policy == "fast-dllm"
+    with pytest.raises(ValueError, match="policy_kwargs"):
+        experiments.paper_config(reported.paper_table("table8")[0], **common)
+    with pytest.raises(ValueError, match="task"):
+        experiments.paper_config(reported.paper_table("table3")[0], **common)
+    with pytest.raises(ValueError, match="policy"):
+        experiments.paper_config(reported.paper_table("table5")[1], **common)
+    with pytest.raises(ValueError, match="model"):
+        experiments.paper_config(t1["Vanilla", False])
+    small = experiments.paper_config(reported.paper_table("table8")[0], policy_kwargs={"weights": "tspd-h8"}, **common)
+    assert small.policy_kwargs == {"weights": "tspd-h8"}
+
+
+def test_rows_of_another_harness_configuration_are_set_aside(registry):
+    _, tmp = registry
+    path = tmp / f"{config().key}.jsonl"
+    path.write_text(json.dumps({"id": "fake/0", "correct": True, "config": "0123456789ab"}) + "\n")
+    with pytest.warns(UserWarning, match="another configuration"):
+        res = experiments.run(config(), results_dir=tmp, progress=False)
+    assert res.computed == 4 and list(tmp.glob("*.stale-*.jsonl"))
