@@ -15,12 +15,13 @@ from safetensors import safe_open
 
 from .config import LLaDAConfig
 from .model import LLaDAModelLM
+from .models import BACKBONES, checkpoint_model_type
 
 ZOO = Path(__file__).parent / "zoo"
 DEFAULT_MODEL = "tiny-arith"
 
 # config.json "model_type" -> (config class, model class). Other backbones register here.
-ARCHITECTURES: dict[str, tuple[type, type]] = {"llada": (LLaDAConfig, LLaDAModelLM)}
+ARCHITECTURES: dict[str, tuple[type, type]] = {"llada": (LLaDAConfig, LLaDAModelLM), **BACKBONES}
 
 
 class CheckpointError(ValueError):
@@ -74,7 +75,7 @@ def read_config(path: Path):
     if not cfg_file.exists():
         raise CheckpointError(f"{path}: config.json is missing")
     raw = json.loads(cfg_file.read_text())
-    model_type = raw.get("model_type", "llada")
+    model_type = checkpoint_model_type(raw)   # released LLaDA-MoE configs say "llada": see there
     if model_type not in ARCHITECTURES:
         raise CheckpointError(f"{path}: model_type {model_type!r} is not supported (known: {sorted(ARCHITECTURES)})")
     cfg_cls, model_cls = ARCHITECTURES[model_type]
@@ -132,7 +133,9 @@ def special_tokens(config, tokenizer=None) -> SpecialTokens:
     if mask is None or eos is None:
         raise CheckpointError(f"cannot find the {'mask' if mask is None else 'EOS'} token id in config.json or the tokenizer")
     pad = config.pad_token_id if config.pad_token_id is not None else getattr(tokenizer, "pad_token_id", None)
-    return SpecialTokens(mask=mask, eos=eos, pad=eos if pad is None else pad, eot=tok_id("<|eot_id|>"))
+    eot = tok_id("<|eot_id|>")                 # LLaDA-Instruct's end of turn ...
+    eot = eot if eot is not None else tok_id("<|im_end|>")   # ... or Qwen/Dream-Instruct's
+    return SpecialTokens(mask=mask, eos=eos, pad=eos if pad is None else pad, eot=eot)
 
 
 def load_model(path_or_name: str | Path | None = None, device: str | torch.device = "cpu",
