@@ -1,0 +1,381 @@
+"""``python -m tspd eval``: run a benchmark; one JSON line per sample, resumable; a summary at the end.
+
+Each finished batch is graded and its rows are appended to ``--out`` (flushed and fsync'd) before the
+next batch starts, so a killed run loses only the batch in flight. Rerunning with the same ``--out``
+reads the rows already there (a truncated last line is dropped), skips their ids and goes on; rows of
+a different configuration in that file are an error rather than silently mixed.
+
+Row: ``id, correct, reason, output, extracted, nfe, seconds, gen_tokens`` plus batch bookkeeping
+(``batch, batch_size, batch_seconds, gen_length, warmup``), ``chat``, the configuration hash ``config``,
+task-specific grading fields and ``raw_output`` when stop strings cut the generation.
+
+Summary (``FILE.summary.json`` next to ``FILE.jsonl``, also printed): ``accuracy``, ``n``, ``nfe_mean``,
+``tps`` = sum of B * L_gen over batches / their summed wall time (the paper's definition; each run's
+first batch is a warm-up and is left out when other batches exist), ``tps_nonpad`` (generated tokens
+that are not EOS/EoT/pad over the same time), failure reasons and the configuration.
+
+``--model reference`` answers with the data set's own reference solutions (no model, nfe 0): a check
+of the loop, the results file and the graders (GSM8K, MATH, HumanEval and MBPP score 100 %).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import secrets
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .tasks import TASKS, TaskDataError, Task, get_task, use_chat
+
+REFERENCE = "reference"   # --model value that answers with the data set's reference completions
+
+
+class ResultsError(ValueError):
+    """An unusable results file (corrupt line, or rows from another configuration)."""
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", required=True, choices=sorted(TASKS), help="benchmark")
+    p.add_argument("--model", default=None,
+                   help=f"checkpoint directory or embedded model name (None: the embedded one), "
+                        f"or '{REFERENCE}' for the data set's reference answers")
+    p.add_argument("--policy", default="vanilla", help="decoding controller (tspd.controllers)")
+    p.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra controller argument (value parsed as JSON when it can be); repeatable")
+    p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
+    p.add_argument("--cache", choices=("none", "prefix", "dual"), default="none", help="KV cache mode")
+    p.add_argument("--gen-length", type=int, default=256, help="generated positions L_gen")
+    p.add_argument("--block-length", type=int, default=32, help="semi-autoregressive block width")
+    p.add_argument("--steps", type=int, default=None, help="step budget (None: gen length)")
+    p.add_argument("--threshold", type=float, default=None, help="confidence threshold of the policy")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (temperature > 0)")
+    p.add_argument("--limit", type=int, default=None, help="first N samples only")
+    p.add_argument("--batch-size", type=int, default=1, help="prompts per generate() call")
+    p.add_argument("--device", default="cpu", help="torch device of the model")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                   help="model dtype (auto: float32 on CPU, bfloat16 elsewhere)")
+    p.add_argument("--chat", default="auto", choices=("auto", "on", "off"),
+                   help="chat template: auto = when the tokenizer has one (Instruct models)")
+    p.add_argument("--data-dir", default=None, help="evaluation data directory (None: $TSPD_DATA_DIR, "
+                                                    "<repo>/../shared/data, <repo>/data)")
+    p.add_argument("--source", default=None, help="a 'datasets' hub id to read instead of local files")
+    p.add_argument("--grade-workers", type=int, default=2, help="parallel sandboxes for code tasks")
+    p.add_argument("--out", required=True, help="results FILE.jsonl (resumed if it exists)")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        summary = run(args)
+    except (TaskDataError, ResultsError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished samples are in {args.out}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+def parse_policy_args(items: list[str]) -> dict:
+    """``["k=v", ...]`` -> dict; values are JSON when they parse (numbers, booleans), else strings."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--policy-arg expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def run_config(args: argparse.Namespace) -> dict:
+    """Everything that changes what a sample's row contains (not: limit, batch size, device, paths)."""
+    return {"task": args.task, "split": "test", "source": args.source, "model": args.model,
+            "policy": args.policy, "policy_kwargs": parse_policy_args(args.policy_arg), "ce": args.ce,
+            "cache": args.cache, "gen_length": args.gen_length, "block_length": args.block_length,
+            "steps": args.steps, "threshold": args.threshold, "temperature": args.temperature,
+            "seed": args.seed, "chat": args.chat, "dtype": args.dtype}
+
+
+def config_id(config: dict) -> str:
+    """A short stable hash of a configuration (stored in every row)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------------------------
+# Results file
+# --------------------------------------------------------------------------------------------
+class ResultsFile:
+    """Append-only JSONL of per-sample rows that survives being killed at any point."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def load(self) -> list[dict]:
+        """Rows already written. A last line without its newline (cut by a kill) is dropped and the
+        file truncated to the last complete line; a corrupt complete line is an error."""
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            with open(self.path, "r+b") as f:
+                f.truncate(end)
+        rows = []
+        for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ResultsError(f"{self.path}:{i}: corrupt results line ({e.msg}); fix or delete it") from None
+            if not isinstance(row, dict) or "id" not in row:
+                raise ResultsError(f"{self.path}:{i}: a results row needs an 'id'")
+            rows.append(row)
+        return rows
+
+    def append(self, rows: list[dict]) -> None:
+        """Write rows as complete lines, then flush and fsync them."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def summary_path(out: str | Path) -> Path:
+    """``x.jsonl`` -> ``x.summary.json`` (other names get ``.summary.json`` appended)."""
+    out = Path(out)
+    stem = out.name[:-len(".jsonl")] if out.name.endswith(".jsonl") else out.name
+    return out.with_name(stem + ".summary.json")
+
+
+# --------------------------------------------------------------------------------------------
+# Completion backends: the reference solutions, or a model through tspd.generate
+# --------------------------------------------------------------------------------------------
+@dataclass
+class BatchOutput:
+    """Completions of one batch. ``texts`` are cut at stop strings, ``raw`` are not."""
+    texts: list[str]
+    raw: list[str]
+    nfe: list[int]
+    gen_tokens: list[int | None]
+    seconds: float
+    gen_length: int
+
+
+class ReferenceBackend:
+    """Answers with each sample's reference completion; no model, no forwards, no time."""
+    chat = False
+
+    def __init__(self, task: Task):
+        self.task = task
+
+    def __call__(self, samples: list[dict]) -> BatchOutput:
+        texts = [self.task.reference_completion(s) for s in samples]
+        n = len(samples)
+        return BatchOutput(texts, texts, [0] * n, [0] * n, 0.0, 0)
+
+
+def backend():
+    """``(load_model, generate)`` of the package (a seam for tests to put a fake model in)."""
+    import tspd
+    generate = getattr(tspd, "generate", None)
+    if not callable(generate):   # the package does not re-export it: take it from its module
+        generate = importlib.import_module("tspd.generate").generate
+    return tspd.load_model, generate
+
+
+class ModelBackend:
+    """Prompts -> ``generate`` -> stop strings; counts NFE and non-padding generated tokens."""
+
+    def __init__(self, task: Task, args: argparse.Namespace):
+        load_model, self.generate = backend()
+        self.task, self.args = task, args
+        dtype = None if args.dtype == "auto" else args.dtype
+        self.model = load_model(args.model, device=args.device, dtype=dtype)
+        self.tokenizer = getattr(self.model, "tokenizer", None)
+        wanted = {"auto": None, "on": True, "off": False}[args.chat]
+        self.chat = task.supports_chat and use_chat(self.tokenizer, wanted)
+        special = self.model.special
+        self.skip_ids = set(special.stop_ids()) | {special.pad, special.mask}
+        self.kwargs = dict(gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
+                           policy=args.policy, ce=args.ce, cache=args.cache,
+                           temperature=args.temperature, threshold=args.threshold)
+        policy_kwargs = parse_policy_args(args.policy_arg)
+        if policy_kwargs:
+            self.kwargs["policy_kwargs"] = policy_kwargs
+        if args.temperature > 0:
+            self.kwargs["seed"] = args.seed
+
+    def __call__(self, samples: list[dict]) -> BatchOutput:
+        prompts = [self.task.prompt(s, self.tokenizer, self.chat) for s in samples]
+        out = self.generate(self.model, prompts, **self.kwargs)
+        raw = list(out.texts)
+        texts = [self.task.postprocess(t, self.chat) for t in raw]
+        nfe = list(getattr(out, "nfe_per_sample", None) or [out.nfe] * len(samples))
+        ids = getattr(out, "token_ids", None)
+        if ids is not None:
+            rows = ids.tolist()
+            gen_tokens = [sum(1 for t in row if t not in self.skip_ids) for row in rows]
+            gen_length = len(rows[0]) if rows else self.args.gen_length
+        else:
+            gen_tokens, gen_length = [None] * len(samples), self.args.gen_length
+        return BatchOutput(texts, raw, nfe, gen_tokens, float(out.seconds), gen_length)
+
+
+# --------------------------------------------------------------------------------------------
+# The loop
+# --------------------------------------------------------------------------------------------
+def grade_batch(task: Task, samples: list[dict], completions: list[str], workers: int = 1) -> list[dict]:
+    """Grade completions; code tasks run their sandboxes ``workers`` at a time (others stay in the main
+    thread, where math_verify's signal-based time limit works)."""
+    pairs = list(zip(samples, completions))
+    if task.executes_code and workers > 1 and len(pairs) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            return list(ex.map(lambda p: task.grade(*p), pairs))
+    return [task.grade(s, c) for s, c in pairs]
+
+
+def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: str, warmup: bool,
+              cid: str, chat: bool = False) -> list[dict]:
+    rows = []
+    n = len(samples)
+    for i, (s, g) in enumerate(zip(samples, grades)):
+        row = {"id": s["id"], "correct": bool(g["correct"]), "reason": g.get("reason"),
+               "output": out.texts[i], "extracted": g.get("extracted"), "nfe": out.nfe[i],
+               "seconds": round(out.seconds / n, 6), "gen_tokens": out.gen_tokens[i],
+               "batch": batch, "batch_size": n, "batch_seconds": round(out.seconds, 6),
+               "gen_length": out.gen_length, "warmup": warmup, "chat": chat, "config": cid}
+        row.update({k: v for k, v in g.items() if k not in row})
+        if out.raw[i] != out.texts[i]:
+            row["raw_output"] = out.raw[i]
+        rows.append(row)
+    return rows
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Evaluate (resuming ``args.out``) and return the summary (also written next to the out file)."""
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
+    task = get_task(args.task, data_dir=args.data_dir, source=args.source)
+    samples = task.samples(args.limit)
+    config = run_config(args)
+    cid = config_id(config)
+    results = ResultsFile(args.out)
+    existing = results.load()
+    foreign = next((r for r in existing if r.get("config") != cid), None)
+    if foreign is not None:
+        raise ResultsError(f"{args.out} holds results of another configuration (config "
+                           f"{foreign.get('config')} != {cid}); use another --out")
+    done = {r["id"] for r in existing}
+    pending = [s for s in samples if s["id"] not in done]
+
+    t_start = time.perf_counter()
+    chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
+    if pending:
+        gen = ReferenceBackend(task) if args.model == REFERENCE else ModelBackend(task, args)
+        chat = gen.chat
+        session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
+        from tqdm import tqdm
+        bar = tqdm(total=len(samples), initial=len(samples) - len(pending), desc=f"eval {task.name}",
+                   unit="sample", disable=None, file=sys.stderr)
+        try:
+            for k in range(0, len(pending), args.batch_size):
+                batch = pending[k:k + args.batch_size]
+                out = gen(batch)
+                grades = grade_batch(task, batch, out.texts, args.grade_workers)
+                index = k // args.batch_size
+                rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
+                results.append(rows)
+                existing.extend(rows)
+                correct = sum(r["correct"] for r in existing)
+                bar.update(len(batch))
+                bar.set_postfix(acc=f"{correct / len(existing):.3f}")
+        finally:
+            bar.close()
+
+    wanted = {s["id"] for s in samples}
+    rows = {}
+    for r in existing:
+        if r["id"] in wanted:
+            rows.setdefault(r["id"], r)
+    summary = summarize(list(rows.values()), n_selected=len(samples))
+    summary.update({"task": task.name, "model": args.model, "chat": chat, "config": config,
+                    "config_id": cid, "out": str(args.out),
+                    "run_seconds": round(time.perf_counter() - t_start, 3)})
+    path = summary_path(args.out)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, path)
+    return summary
+
+
+# --------------------------------------------------------------------------------------------
+# Summary
+# --------------------------------------------------------------------------------------------
+def reason_kind(reason: str | None) -> str:
+    """A failure reason without its details: ``failed: NameError``, ``wrong answer``, ``timeout``."""
+    if not reason:
+        return "none"
+    parts = reason.split(": ")
+    return ": ".join(parts[:2]) if parts[0] == "failed" else parts[0]
+
+
+def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
+    """Accuracy, NFE and throughput over result rows (one per sample)."""
+    n = len(rows)
+    correct = sum(bool(r["correct"]) for r in rows)
+    out = {"n": n, "n_selected": n_selected if n_selected is not None else n,
+           "complete": n_selected is None or n == n_selected, "correct": correct,
+           "accuracy": correct / n if n else None}
+    if any("correct_strict" in r for r in rows):
+        out["accuracy_strict"] = sum(bool(r.get("correct_strict")) for r in rows) / n
+    nfes = [r["nfe"] for r in rows if r.get("nfe") is not None]
+    out["nfe_mean"] = sum(nfes) / len(nfes) if nfes else None
+    out.update(throughput(rows))
+    out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
+    return out
+
+
+def throughput(rows: list[dict]) -> dict:
+    """``tps`` = sum(B * L_gen) / sum(batch wall time) and ``tps_nonpad`` over the same batches.
+
+    Batches are grouped by their ``batch`` id; each run's first batch (``warmup``) is left out when
+    any other batch exists. None when no generation time was recorded (``--model reference``).
+    """
+    batches: dict[str, dict] = {}
+    for r in rows:
+        b = batches.setdefault(r.get("batch", ""), {"size": r.get("batch_size") or 0,
+                                                     "seconds": r.get("batch_seconds") or 0.0,
+                                                     "gen_length": r.get("gen_length") or 0,
+                                                     "warmup": bool(r.get("warmup")), "nonpad": 0})
+        b["nonpad"] += r.get("gen_tokens") or 0
+    timed = [b for b in batches.values() if b["seconds"] > 0]
+    steady = [b for b in timed if not b["warmup"]]
+    used = steady if steady else timed
+    seconds = sum(b["seconds"] for b in used)
+    if not used or seconds <= 0:
+        return {"tps": None, "tps_nonpad": None, "gen_seconds": 0.0, "batches": len(batches),
+                "batches_timed": 0}
+    tokens = sum(b["size"] * b["gen_length"] for b in used)
+    return {"tps": tokens / seconds, "tps_nonpad": sum(b["nonpad"] for b in used) / seconds,
+            "gen_seconds": round(seconds, 6), "batches": len(batches), "batches_timed": len(used)}
