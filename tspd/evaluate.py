@@ -14,6 +14,10 @@ Summary (``FILE.summary.json`` next to ``FILE.jsonl``, also printed): ``accuracy
 first batch is a warm-up and is left out when other batches exist), ``tps_nonpad`` (generated tokens
 that are not EOS/EoT/pad over the same time), failure reasons and the configuration.
 
+Sharded: ``torchrun --nproc-per-node N -m tspd eval ...`` or ``accelerate launch -m tspd eval ...``
+splits the samples over the processes; each resumes its own shard file and rank 0 merges them
+(:mod:`tspd.shard`). TPS in the summary is then per process.
+
 ``--model reference`` answers with the data set's own reference solutions (no model, nfe 0): a check
 of the loop, the results file and the graders (GSM8K, MATH, HumanEval and MBPP score 100 %).
 """
@@ -32,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .shard import Shard, merge
 from .tasks import TASKS, TaskDataError, Task, get_task, use_chat
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
@@ -207,11 +212,11 @@ def backend():
 class ModelBackend:
     """Prompts -> ``generate`` -> stop strings; counts NFE and non-padding generated tokens."""
 
-    def __init__(self, task: Task, args: argparse.Namespace):
+    def __init__(self, task: Task, args: argparse.Namespace, device: str | None = None):
         load_model, self.generate = backend()
         self.task, self.args = task, args
         dtype = None if args.dtype == "auto" else args.dtype
-        self.model = load_model(args.model, device=args.device, dtype=dtype)
+        self.model = load_model(args.model, device=device or args.device, dtype=dtype)
         self.tokenizer = getattr(self.model, "tokenizer", None)
         wanted = {"auto": None, "on": True, "off": False}[args.chat]
         self.chat = task.supports_chat and use_chat(self.tokenizer, wanted)
@@ -280,23 +285,28 @@ def run(args: argparse.Namespace) -> dict:
     samples = task.samples(args.limit)
     config = run_config(args)
     cid = config_id(config)
-    results = ResultsFile(args.out)
+    shard = Shard.from_env()   # torchrun / accelerate launch: this process's share (tspd.shard)
+    results = ResultsFile(shard.path(args.out))
     existing = results.load()
+    if shard.active and Path(args.out).exists():   # rows merged by an earlier sharded or plain run
+        existing += [r for r in ResultsFile(args.out).load() if r["id"] not in {e["id"] for e in existing}]
     foreign = next((r for r in existing if r.get("config") != cid), None)
     if foreign is not None:
         raise ResultsError(f"{args.out} holds results of another configuration (config "
                            f"{foreign.get('config')} != {cid}); use another --out")
     done = {r["id"] for r in existing}
-    pending = [s for s in samples if s["id"] not in done]
+    pending = [s for s in shard.take(samples) if s["id"] not in done]
 
     t_start = time.perf_counter()
     chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
     if pending:
-        gen = ReferenceBackend(task) if args.model == REFERENCE else ModelBackend(task, args)
+        gen = ReferenceBackend(task) if args.model == REFERENCE else ModelBackend(task, args, shard.device(args.device))
         chat = gen.chat
         session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
         from tqdm import tqdm
-        bar = tqdm(total=len(samples), initial=len(samples) - len(pending), desc=f"eval {task.name}",
+        mine = len(shard.take(samples))
+        bar = tqdm(total=mine, initial=mine - len(pending), desc=f"eval {task.name}" + (
+                   f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
                    unit="sample", disable=None, file=sys.stderr)
         try:
             for k in range(0, len(pending), args.batch_size):
@@ -313,6 +323,13 @@ def run(args: argparse.Namespace) -> dict:
         finally:
             bar.close()
 
+    if shard.active:
+        shard.barrier()                     # every shard has written all its rows
+        if shard.rank != 0:
+            shard.close()
+            return {"shard": shard.rank, "world": shard.world, "n": len(existing)}
+        existing = merge(args.out, [s["id"] for s in samples], lambda f: ResultsFile(f).load())
+        shard.close()
     wanted = {s["id"] for s in samples}
     rows = {}
     for r in existing:
@@ -320,7 +337,7 @@ def run(args: argparse.Namespace) -> dict:
             rows.setdefault(r["id"], r)
     summary = summarize(list(rows.values()), n_selected=len(samples))
     summary.update({"task": task.name, "model": args.model, "chat": chat, "config": config,
-                    "config_id": cid, "out": str(args.out),
+                    "config_id": cid, "out": str(args.out), "shards": shard.world,
                     "run_seconds": round(time.perf_counter() - t_start, 3)})
     path = summary_path(args.out)
     tmp = path.with_name(path.name + ".tmp")

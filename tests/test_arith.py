@@ -1,0 +1,171 @@
+"""The synthetic GSM8K-style task (tspd.arith) and the character tokenizer (tspd.char_tokenizer)."""
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from tspd import arith
+from tspd.char_tokenizer import BOS, EOS, MASK, UNK, build_tokenizer
+
+GEN_LENGTH, BLOCK = 128, 32
+STEP = re.compile(r"(\d+)([-+*/])(\d+) = (\d+)")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+    out = tmp_path_factory.mktemp("chartok")
+    build_tokenizer(out)
+    return AutoTokenizer.from_pretrained(str(out))
+
+
+@pytest.fixture(scope="module")
+def train_sample():
+    it = arith.iter_train(0)
+    return [next(it) for _ in range(3000)]
+
+
+# ---- generator --------------------------------------------------------------------------------
+def test_make_problem_is_deterministic():
+    a = [arith.make_problem(random.Random(7)) for _ in range(3)]
+    b = [arith.make_problem(random.Random(7)) for _ in range(3)]
+    assert a == b
+    r1, r2 = random.Random(1), random.Random(1)
+    assert [arith.make_problem(r1) for _ in range(20)] == [arith.make_problem(r2) for _ in range(20)]
+
+
+def test_streams_are_deterministic_and_seeded():
+    first = [next(iter(arith.iter_train(0)))["question"]]
+    it0, it0b, it1 = arith.iter_train(0), arith.iter_train(0), arith.iter_train(1)
+    a = [next(it0) for _ in range(50)]
+    assert a == [next(it0b) for _ in range(50)]
+    assert a[0]["question"] == first[0]
+    assert [p["question"] for p in a] != [next(it1)["question"] for _ in range(50)]
+    assert arith.load_split("test", 20) == arith.load_split("test")[:20]
+
+
+def test_split_sizes_and_ids():
+    test, traces = arith.load_split("test"), arith.load_split("traces")
+    assert len(test) == arith.SPLIT_SIZES["test"] == 500
+    assert len(traces) == arith.SPLIT_SIZES["traces"]
+    assert test[7]["id"] == "arith-test-0007"
+    assert {"id", "question", "answer", "final"} <= set(test[0])
+    assert len({p["question"] for p in test}) == len(test)
+    with pytest.raises(ValueError):
+        arith.load_split("train")
+    with pytest.raises(ValueError):
+        arith.load_split("validation", 3)
+    assert len(arith.load_split("train", 5)) == 5
+
+
+def test_splits_are_disjoint(train_sample):
+    test = {p["question"] for p in arith.load_split("test")}
+    traces = {p["question"] for p in arith.load_split("traces")}
+    train = {p["question"] for p in train_sample}
+    assert not test & traces
+    assert not train & (test | traces)
+    assert all(arith.split_of(q) == "test" for q in test)
+    assert all(arith.split_of(q) == "traces" for q in traces)
+    assert all(arith.split_of(q) == "train" for q in train)
+
+
+def test_every_template_appears(train_sample):
+    assert {p["template"] for p in train_sample} == set(arith.TEMPLATES)
+
+
+def test_worked_solutions_are_correct(train_sample):
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: a / b}
+    for p in train_sample + arith.load_split("test"):
+        lines = p["answer"].split("\n")
+        assert lines[-1] == f"#### {p['final']}"
+        steps = [STEP.search(line) for line in lines[:-1]]
+        assert 2 <= len(steps) <= 4 and all(steps), p["answer"]
+        results = []
+        for m in steps:
+            a, op, b, c = int(m[1]), m[2], int(m[3]), int(m[4])
+            assert ops[op](a, b) == c, m[0]          # exact, non-negative integer results
+            results.append(c)
+        assert str(results[-1]) == p["final"]
+        # every number in the question is small (round bills of $100/$200 excepted)
+        assert all(int(n) <= 99 or n in ("100", "200") for n in re.findall(r"\d+", p["question"]))
+
+
+def test_intermediate_results_are_reused(train_sample):
+    reused = 0
+    for p in train_sample:
+        steps = [STEP.search(line) for line in p["answer"].split("\n")[:-1]]
+        earlier = {m[4] for m in steps[:-1]}
+        reused += any(m[1] in earlier or m[3] in earlier for m in steps[1:])
+    assert reused == len(train_sample)
+
+
+def test_lengths_fit_generation_window(tokenizer, train_sample):
+    for p in train_sample + arith.load_split("test") + arith.load_split("traces"):
+        assert 60 <= len(p["question"]) <= 160
+        ids = tokenizer(p["answer"], add_special_tokens=False)["input_ids"]
+        assert len(ids) == len(p["answer"])                  # one token per character
+        assert BLOCK < len(ids) <= arith.MAX_ANSWER_CHARS < GEN_LENGTH   # 2-4 blocks, EOS after it
+
+
+def test_extract_answer():
+    assert arith.extract_answer("3*5 = 15.\n#### 27") == "27"
+    assert arith.extract_answer("#### 1 then\n#### 42<|endoftext|><|endoftext|>") == "42"
+    assert arith.extract_answer("#### 1,234 apples") == "1234"
+    assert arith.extract_answer("####-3") == "-3"
+    assert arith.extract_answer("#### 5.0") == "5"
+    assert arith.extract_answer("no final line 27") is None
+    assert arith.extract_answer("#### ") is None
+    assert arith.extract_answer("") is None
+    for p in arith.load_split("test", 50):
+        assert arith.extract_answer(p["answer"]) == p["final"]
+
+
+def test_fingerprint_is_stable():
+    fp = arith.fingerprint()
+    assert fp == arith.fingerprint() and len(fp) == 12
+
+
+def test_prompt_is_the_question():
+    p = arith.load_split("test", 1)[0]
+    assert arith.prompt(p) == p["question"] == arith.prompt(p["question"])
+
+
+# ---- tokenizer --------------------------------------------------------------------------------
+def test_tokenizer_round_trip(tokenizer, train_sample):
+    texts = [p["question"] + "\n" + p["answer"] for p in train_sample[:300]]
+    texts += ["  two  spaces , odd . spacing \n\n#### 7 ", "~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./"]
+    for text in texts:
+        ids = tokenizer(text)["input_ids"]
+        assert len(ids) == len(text)
+        assert tokenizer.decode(ids) == text
+        assert ids == tokenizer(text, add_special_tokens=False)["input_ids"]   # no BOS/EOS added
+
+
+def test_special_tokens(tokenizer, tmp_path):
+    import json
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in (BOS, EOS, MASK, UNK)}
+    assert len(set(ids.values())) == 4
+    assert tokenizer.bos_token_id == ids[BOS]
+    assert tokenizer.eos_token_id == tokenizer.pad_token_id == ids[EOS]
+    assert tokenizer.mask_token_id == ids[MASK]
+    assert tokenizer.unk_token_id == ids[UNK]
+    assert tokenizer("é")["input_ids"] == [ids[UNK]]
+    assert tokenizer.decode([tokenizer.convert_tokens_to_ids("a"), ids[EOS], ids[MASK]],
+                            skip_special_tokens=True) == "a"
+    assert tokenizer.padding_side == "left"
+    assert not getattr(tokenizer, "chat_template", None)
+    build_tokenizer(tmp_path)
+    cfg = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert cfg["tokenizer_class"] == "PreTrainedTokenizerFast"
+    assert (cfg["bos_token"], cfg["eos_token"], cfg["pad_token"], cfg["mask_token"], cfg["unk_token"]) == \
+        (BOS, EOS, EOS, MASK, UNK)
+    assert "chat_template" not in cfg
+
+
+def test_tokenizer_is_deterministic(tmp_path):
+    build_tokenizer(tmp_path / "a")
+    build_tokenizer(tmp_path / "b")
+    assert (tmp_path / "a" / "tokenizer.json").read_text() == (tmp_path / "b" / "tokenizer.json").read_text()

@@ -1,0 +1,160 @@
+"""``python -m tspd train-lm``: batching, the LLaDA SFT loss, the schedule and a tiny end-to-end run."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+import torch
+
+from tspd import arith, load_model
+from tspd.char_tokenizer import build_tokenizer
+from tspd.train_lm import (TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
+                           train)
+
+# threads=1: tiny matmuls gain nothing from a second thread and stall badly when the CPU is shared
+TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden=64, threads=1)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer()
+
+
+def test_make_batch_left_pads_like_inference(tokenizer):
+    problems = arith.load_split("test", 3)
+    b = make_batch(tokenizer, problems, gen_length=128, prompt_multiple=32)
+    P = b.prompt_width
+    assert P % 32 == 0 and P >= max(len(p["question"]) for p in problems)
+    assert b.input_ids.shape == b.attention_mask.shape == b.position_ids.shape == (3, P + 128)
+    for i, p in enumerate(problems):
+        n = len(p["question"])
+        assert b.attention_mask[i, :P - n].sum() == 0 and b.attention_mask[i, P - n:].all()
+        assert (b.input_ids[i, :P - n] == tokenizer.pad_token_id).all()
+        assert tokenizer.decode(b.input_ids[i, P - n:P]) == p["question"]
+        assert b.position_ids[i, P - n] == 0
+        assert b.position_ids[i, -1] == n + 128 - 1
+        answer = b.input_ids[i, P:].tolist()
+        k = len(p["answer"])
+        assert tokenizer.decode(answer[:k]) == p["answer"]
+        assert answer[k:] == [tokenizer.eos_token_id] * (128 - k)
+
+
+def test_encode_answer_never_truncates(tokenizer):
+    assert len(encode_answer(tokenizer, "#### 1", 8)) == 8
+    with pytest.raises(ValueError):
+        encode_answer(tokenizer, "x" * 8, 8)          # no room for an EOS after the answer
+
+
+def test_batch_stream_raises_instead_of_hanging(tokenizer):
+    from tspd.train_lm import BatchStream
+    stream = BatchStream(tokenizer, TrainConfig(out="", batch_size=2, gen_length=16))   # answers do not fit
+    try:
+        with pytest.raises(RuntimeError, match="training batch"):
+            next(stream)
+    finally:
+        stream.close()
+
+
+def test_model_config_reads_ids_from_tokenizer(tokenizer):
+    cfg = model_config(TrainConfig(out="", **TINY), tokenizer)
+    assert cfg.vocab_size == len(tokenizer)
+    assert cfg.mask_token_id == tokenizer.mask_token_id
+    assert cfg.eos_token_id == cfg.pad_token_id == tokenizer.eos_token_id
+    assert cfg.rope_theta == 10000.0 and cfg.max_sequence_length == 512
+
+
+class _Recorder(torch.nn.Module):
+    """Uniform logits; remembers its input. CE of every position is then log(V)."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.vocab, self.seen = vocab, None
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None):
+        self.seen = input_ids.clone()
+        return torch.zeros(*input_ids.shape, self.vocab, requires_grad=True)
+
+
+def test_sft_loss_masks_answer_only_and_weights_by_one_over_t(tokenizer):
+    b = make_batch(tokenizer, arith.load_split("test", 4), gen_length=128, prompt_multiple=32)
+    model, mask_id, P = _Recorder(len(tokenizer)), tokenizer.mask_token_id, b.prompt_width
+    loss = sft_loss(model, b, mask_id, eps=1e-3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(model.seen[:, :P], b.input_ids[:, :P])        # the prompt is never masked
+    masked = model.seen[:, P:] == mask_id
+    assert masked.any() and (~masked).any()
+    unmasked = ~masked
+    assert torch.equal(model.seen[:, P:][unmasked], b.input_ids[:, P:][unmasked])
+    # replay the generator: t per row, then the same Bernoulli draws
+    g = torch.Generator().manual_seed(0)
+    t = 1e-3 + (1 - 1e-3) * torch.rand(4, 1, generator=g)
+    assert torch.equal(torch.rand(4, 128, generator=g) < t, masked)
+    expected = (masked.sum(-1) / t[:, 0] * math.log(len(tokenizer)) / 128).mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    # EOS padding is part of the answer region and can be masked
+    eos_region = b.input_ids[:, P:] == tokenizer.eos_token_id
+    assert (masked & eos_region).any()
+
+
+def test_lr_schedule():
+    assert lr_factor(0.0, 0.1, 0.1) == pytest.approx(1e-3)
+    assert lr_factor(0.05, 0.1, 0.1) == pytest.approx(0.5)
+    assert lr_factor(0.1, 0.1, 0.1) == pytest.approx(1.0)
+    assert lr_factor(1.0, 0.1, 0.1) == pytest.approx(0.1)
+    values = [lr_factor(p / 100, 0.1, 0.1) for p in range(10, 101)]
+    assert all(a >= b for a, b in zip(values, values[1:]))
+
+
+def test_cli_flags_match_config():
+    import argparse
+
+    from tspd import train_lm
+    p = argparse.ArgumentParser()
+    train_lm.add_arguments(p)
+    args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01"])
+    cfg = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
+    assert (cfg.max_steps, cfg.compile, cfg.lr, cfg.minutes, cfg.device) == (3, True, 0.01, None, "cpu")
+    assert cfg.d_model == 256 and cfg.n_layers == 6 and cfg.n_heads == 4
+
+
+def test_tiny_training_run_writes_a_loadable_checkpoint(tmp_path):
+    out = tmp_path / "tiny"
+    cfg = TrainConfig(out=str(out), **TINY, batch_size=16, max_steps=40, lr=3e-3, warmup_frac=0.05,
+                      log_every=1, final_eval_n=0, seed=0)
+    info = train(cfg, log=lambda s: None)
+    assert info["step"] == 40
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                 "TRAINING.md", "train_log.csv"):
+        assert (out / name).exists(), name
+    rows = list(csv.DictReader((out / "train_log.csv").open()))
+    losses = [float(r["loss"]) for r in rows]
+    assert len(losses) == 40
+    assert sum(losses[-10:]) / 10 < sum(losses[:5]) / 5 - 0.3
+
+    model = load_model(out)
+    assert model.config.d_model == 32 and model.config.n_layers == 2
+    assert model.special.mask == model.tokenizer.mask_token_id
+    assert model.special.eos == model.special.pad == model.tokenizer.eos_token_id
+    cfg_json = json.loads((out / "config.json").read_text())
+    assert cfg_json["mask_token_id"] == model.tokenizer.mask_token_id
+    assert cfg_json["tspd_task"]["fingerprint"] == arith.fingerprint()
+    assert model.tokenizer.decode(model.tokenizer("#### 12\n")["input_ids"]) == "#### 12\n"
+    b = make_batch(model.tokenizer, arith.load_split("test", 2), 128, 32)
+    with torch.no_grad():
+        logits = model(b.input_ids, attention_mask=b.attention_mask, position_ids=b.position_ids)
+    assert logits.shape == (2, b.input_ids.shape[1], model.config.vocab_size)
+    assert torch.isfinite(logits).all()
+    text = (out / "TRAINING.md").read_text()
+    assert "python -m tspd train-lm" in text and "--max-steps 40" in text and "parameters: " in text
+
+
+def test_evaluate_scores_through_generate(tmp_path):
+    """The evaluation path (tspd.generate) runs on a tiny model and returns a well-formed record."""
+    pytest.importorskip("tspd.generate")
+    from tspd.train_lm import evaluate
+    out = tmp_path / "tiny"
+    train(TrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0), log=lambda s: None)
+    model = load_model(out)
+    r = evaluate(model, arith.load_split("test", 2), gen_length=128, block_length=32, steps=4)
+    assert r["n"] == 2 and 0 <= r["correct"] <= 2 and r["nfe"] == 4
