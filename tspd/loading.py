@@ -115,7 +115,13 @@ def load_tokenizer(path_or_name: str | Path | None = None):
     path = resolve_path(path_or_name)
     if not (path / "tokenizer.json").exists() and not (path / "tokenizer_config.json").exists():
         raise CheckpointError(f"{path}: no tokenizer files (tokenizer.json / tokenizer_config.json)")
-    return AutoTokenizer.from_pretrained(str(path))
+    from transformers.utils import logging as hf_logging
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()   # transformers warns that it does not know model_type "llada"
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    finally:
+        hf_logging.set_verbosity(level)
 
 
 def special_tokens(config, tokenizer=None) -> SpecialTokens:
