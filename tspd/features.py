@@ -58,15 +58,23 @@ class TraceState:
         self.momentum = torch.zeros(batch, length, device=device)
         self.seen = torch.zeros(batch, length, dtype=torch.bool, device=device)
 
-    def update(self, start: int, conf: torch.Tensor) -> None:
-        """Fold in the confidences ``conf`` [B, W] of canvas positions [start, start + W)."""
+    def update(self, start: int, conf: torch.Tensor, rows: torch.Tensor | None = None) -> None:
+        """Fold in the confidences ``conf`` [B, W] of canvas positions [start, start + W).
+
+        ``rows`` [B] bool: only these rows observed the step (a row that already finished the block
+        idles while others decode; its traces must not depend on the rest of the batch).
+        """
         sl = slice(start, start + conf.shape[1])
         prev, seen = self.ewma[:, sl], self.seen[:, sl]
         conf = conf.float()
         new = torch.where(seen, self.alpha * conf + (1 - self.alpha) * prev, conf)
-        self.momentum[:, sl] = torch.where(seen, new - prev, torch.zeros_like(new))
+        mom = torch.where(seen, new - prev, torch.zeros_like(new))
+        if rows is not None:
+            new = torch.where(rows[:, None], new, prev)
+            mom = torch.where(rows[:, None], mom, self.momentum[:, sl])
+        self.momentum[:, sl] = mom
         self.ewma[:, sl] = new
-        self.seen[:, sl] = True
+        self.seen[:, sl] = seen | (rows[:, None] if rows is not None else True)
 
 
 def relative_position(block_length: int, device) -> torch.Tensor:

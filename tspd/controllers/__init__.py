@@ -9,6 +9,11 @@ from .base import Controller, Decision, StepView, rank_in_row, top_k_mask
 REGISTRY = {
     "vanilla": "tspd.controllers.vanilla:Vanilla",
     "fast-dllm": "tspd.controllers.fast_dllm:FastDLLM",
+    "prophet": "tspd.controllers.prophet:Prophet",
+    "learn2pd": "tspd.controllers.learn2pd:Learn2PD",
+    "credit": "tspd.controllers.credit:CreditDecoding",
+    "egp": "tspd.controllers.egp:EGP",
+    "tspd": "tspd.controllers.tspd:TSPD",
 }
 
 

@@ -41,6 +41,7 @@ class StepView:
     canvas_masked: torch.Tensor # [B, L_gen] bool
     eos_id: int
     mask_id: int
+    canvas_gap: torch.Tensor | None = None  # [B, L_gen] latest logit gap l1 - l2 (Prophet's answer window)
 
 
 @dataclass

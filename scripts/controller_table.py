@@ -1,0 +1,232 @@
+"""Every controller, with and without CE, under each KV-cache mode, on the embedded model.
+
+Writes ``results/embedded_controllers.json``: one row per (controller, CE, cache) with accuracy on N
+held-out arith test problems, mean NFE per sample, TPS on this machine (B * L_gen / T_wall, paper
+Appendix A.1), speedup over vanilla (no CE, no cache) measured in the same results file, the
+controller's and CE's time per step as a percentage of one model forward (paper Section 5.4), and
+the agreement of each cached configuration's answers with its no-cache twin.
+
+Resumable: per-sample results are appended to ``<out>.samples.jsonl`` as each batch finishes, and
+a rerun skips what is there; the summary JSON is rewritten after every batch. The full 500-problem
+run takes hours on a CPU; start with ``--n 20``.
+
+    .venv/bin/python scripts/controller_table.py --n 20
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tspd import arith, load_model                                # noqa: E402
+from tspd.controllers import Controller, make_controller         # noqa: E402
+from tspd.extrapolate import make_extrapolator                    # noqa: E402
+from tspd.generate import generate                                # noqa: E402
+
+CONTROLLERS = {                      # row name -> (policy, kwargs): each method's default setting
+    "vanilla": ("vanilla", {}),
+    "fast-dllm": ("fast-dllm", {"threshold": 0.9}),
+    "prophet": ("prophet", {}),
+    "credit": ("credit", {"threshold": 0.9}),
+    "learn2pd": ("learn2pd", {}),
+    "tspd": ("tspd", {}),
+}
+CACHES = ("none", "prefix", "dual")
+BASELINE = ("vanilla", False, "none")
+
+
+class Timed:
+    """Adds the wall time of ``fn_name`` calls on ``inner`` to ``self.seconds``."""
+
+    def __init__(self, inner, fn_name: str):
+        self.inner, self.fn_name, self.seconds, self.calls = inner, fn_name, 0.0, 0
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if name != self.fn_name:
+            return attr
+
+        def timed(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return attr(*a, **kw)
+            finally:
+                self.seconds += time.perf_counter() - t
+                self.calls += 1
+        return timed
+
+
+class TimedModel(Timed):
+    def __init__(self, model):
+        super().__init__(model, "forward")
+
+    def __call__(self, *a, **kw):
+        t = time.perf_counter()
+        try:
+            return self.inner(*a, **kw)
+        finally:
+            self.seconds += time.perf_counter() - t
+            self.calls += 1
+
+
+class TimedController(Controller):
+    """Delegates to a controller, timing ``decide``."""
+
+    def __init__(self, inner: Controller):
+        self.inner, self.seconds = inner, 0.0
+        self.name, self.fixed_schedule, self.force_progress = inner.name, inner.fixed_schedule, inner.force_progress
+
+    def bind(self, model):
+        self.inner.bind(model)
+
+    def reset(self, *a):
+        self.inner.reset(*a)
+
+    def start_block(self, b):
+        self.inner.start_block(b)
+
+    def decide(self, view):
+        t = time.perf_counter()
+        d = self.inner.decide(view)
+        self.seconds += time.perf_counter() - t
+        return d
+
+
+def key(ctrl: str, ce: bool, cache: str) -> str:
+    return f"{ctrl}|ce={'on' if ce else 'off'}|cache={cache}"
+
+
+def load_done(path: Path) -> dict[str, dict[str, dict]]:
+    done: dict[str, dict[str, dict]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done.setdefault(r["config"], {})[r["id"]] = r
+    return done
+
+
+_INSTANCES: dict[str, Controller] = {}   # one controller per row, reused (learned ones load weights once)
+
+
+def run_batch(model, problems, ctrl: str, ce: bool, cache: str, args) -> list[dict]:
+    policy, kw = CONTROLLERS[ctrl]
+    if ctrl not in _INSTANCES:
+        _INSTANCES[ctrl] = make_controller(policy, **kw)
+    controller = TimedController(_INSTANCES[ctrl])
+    ext = Timed(make_extrapolator(True), "update") if ce else False
+    timed_model = TimedModel(model)
+    out = generate(timed_model, [arith.prompt(p) for p in problems], gen_length=args.gen_length,
+                   block_length=args.block_length, policy=controller, ce=ext, cache=cache)
+    per_sample = 1.0 / len(problems)        # batch-level timings are shared equally by its rows
+    rows = []
+    for i, p in enumerate(problems):
+        pred = arith.extract_answer(out.texts[i])
+        rows.append(dict(config=key(ctrl, ce, cache), id=p["id"], correct=pred == p["final"], pred=pred,
+                         text=out.texts[i], nfe=out.nfe_per_sample[i], batch_nfe=out.nfe,
+                         seconds=out.seconds * per_sample, forward_seconds=timed_model.seconds * per_sample,
+                         controller_seconds=controller.seconds * per_sample,
+                         ce_seconds=(ext.seconds if ce else 0.0) * per_sample, steps=out.nfe * per_sample,
+                         batch=len(problems), gen_length=args.gen_length))
+    return rows
+
+
+def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> dict:
+    rows = []
+    base = None
+    for ctrl in CONTROLLERS:
+        for ce in (False, True):
+            for cache in CACHES:
+                k = key(ctrl, ce, cache)
+                got = [done[k][i] for i in ids if i in done.get(k, {})]
+                if not got:
+                    continue
+                n = len(got)
+                secs, fwd = sum(r["seconds"] for r in got), sum(r["forward_seconds"] for r in got)
+                steps = sum(r["steps"] for r in got)
+                per_fwd = fwd / max(steps, 1e-12)
+                row = dict(controller=ctrl, ce=ce, cache=cache, n=n, complete=n == len(ids),
+                           accuracy=sum(r["correct"] for r in got) / n,
+                           nfe=sum(r["nfe"] for r in got) / n,
+                           tps=n * got[0]["gen_length"] / secs,
+                           seconds_per_sample=secs / n,
+                           controller_pct_of_forward=100 * sum(r["controller_seconds"] for r in got) / steps / per_fwd,
+                           ce_pct_of_forward=100 * sum(r["ce_seconds"] for r in got) / steps / per_fwd,
+                           forward_ms=1000 * per_fwd)
+                twin = done.get(key(ctrl, ce, "none"), {})
+                if cache != "none":
+                    pairs = [(r, twin[r["id"]]) for r in got if r["id"] in twin]
+                    row["same_text_as_no_cache"] = (sum(a["text"] == b["text"] for a, b in pairs) / len(pairs)
+                                                    if pairs else None)
+                rows.append(row)
+                if (ctrl, ce, cache) == BASELINE:
+                    base = row
+    for row in rows:
+        row["speedup_tps"] = row["tps"] / base["tps"] if base else None
+        row["speedup_nfe"] = base["nfe"] / row["nfe"] if base else None
+    return dict(meta, rows=rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--model", default="tiny-arith")
+    ap.add_argument("--n", type=int, default=500, help="held-out arith test problems")
+    ap.add_argument("--gen-length", type=int, default=128)
+    ap.add_argument("--block-length", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=1, help="1 = the paper's setting (Appendix A.1)")
+    ap.add_argument("--controllers", default=",".join(CONTROLLERS))
+    ap.add_argument("--caches", default=",".join(CACHES))
+    ap.add_argument("--ce", default="off,on")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    ap.add_argument("--out", default=str(ROOT / "results" / "embedded_controllers.json"))
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    samples = out.with_suffix(".samples.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    model = load_model(args.model)
+    problems = arith.load_split("test", args.n)
+    ids = [p["id"] for p in problems]
+    done = load_done(samples)
+    meta = dict(model=args.model, split="test", n=args.n, gen_length=args.gen_length, block_length=args.block_length,
+                batch_size=args.batch_size, threads=torch.get_num_threads(), cpu_count=os.cpu_count(),
+                torch=torch.__version__, baseline=key(*BASELINE),
+                note="TPS = B * L_gen / T_wall on this machine; speedup over the baseline row of this file")
+    generate(model, [problems[0]["question"]], gen_length=args.block_length, block_length=args.block_length)  # warm-up
+    ctrls = [c for c in args.controllers.split(",") if c]
+    configs = [(c, ce == "on", cache) for c in ctrls for ce in args.ce.split(",") for cache in args.caches.split(",")]
+    if BASELINE not in configs:
+        configs.insert(0, BASELINE)
+    for ctrl, ce, cache in configs:
+        todo = [p for p in problems if p["id"] not in done.get(key(ctrl, ce, cache), {})]
+        t0 = time.perf_counter()
+        for i in range(0, len(todo), args.batch_size):
+            rows = run_batch(model, todo[i:i + args.batch_size], ctrl, ce, cache, args)
+            with samples.open("a") as f:
+                for r in rows:
+                    f.write(json.dumps(r) + "\n")
+                    done.setdefault(r["config"], {})[r["id"]] = r
+            out.write_text(json.dumps(summarise(done, ids, meta), indent=1) + "\n")
+        if todo:
+            print(f"{key(ctrl, ce, cache)}: {len(todo)} problems in {time.perf_counter() - t0:.0f}s", flush=True)
+    table = summarise(done, ids, meta)
+    out.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"{'controller':10s} {'ce':3s} {'cache':6s} {'acc':>6s} {'nfe':>6s} {'tps':>7s} {'x':>5s} {'ctrl%':>6s} {'ce%':>6s}")
+    for r in table["rows"]:
+        print(f"{r['controller']:10s} {'on' if r['ce'] else 'off':3s} {r['cache']:6s} {r['accuracy']:6.3f} {r['nfe']:6.1f} "
+              f"{r['tps']:7.1f} {r['speedup_tps'] or 0:5.2f} {r['controller_pct_of_forward']:6.2f} {r['ce_pct_of_forward']:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""KV caches: exact at every block's first (full) forward, batch-independent for every controller."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tspd.controllers.learn2pd import Learn2PD, Learn2PDNet
+from tspd.controllers.tspd import TSPD, TSPDConfig, TSPDNet
+from tspd.features import step_stats
+from tspd.generate import generate
+
+from conftest import MASK, prompts, random_model
+
+GEN, BLOCK = 32, 8
+
+
+class Spy:
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def __call__(self, ids, **kw):
+        out = self.model(ids, **kw)
+        self.calls.append(dict(offset=kw.get("offset", 0), ids=ids.clone(), attn=kw.get("attention_mask"),
+                               pos=kw.get("position_ids"), logits=out.clone()))
+        return out
+
+
+@pytest.mark.parametrize("cache", ["prefix", "dual"])
+@pytest.mark.parametrize("policy", ["vanilla", "fast-dllm"])
+def test_first_step_of_each_block_equals_the_uncached_forward(cache, policy):
+    m = Spy(random_model(seed=4, scale=0.8))
+    out = generate(m, prompts(3, seed=2), gen_length=GEN, block_length=BLOCK, policy=policy, cache=cache,
+                   record_trace=True)
+    tr, P = out.trace, out.prompt_length
+    firsts = [t for t in range(out.nfe) if t == 0 or tr.block[t] != tr.block[t - 1]]
+    assert len(firsts) == GEN // BLOCK
+    for t in firsts:
+        call = m.calls[t]
+        assert call["offset"] == 0 and call["ids"].shape[1] == P + GEN           # a full forward ...
+        fresh = m.model(call["ids"], attention_mask=call["attn"], position_ids=call["pos"])
+        assert torch.equal(call["logits"], fresh)                                 # ... equal to no cache, bit for bit
+        logits = fresh[..., :m.config.vocab_size].clone()
+        logits[..., MASK] = float("-inf")
+        st = step_stats(logits[:, P:])
+        assert torch.equal(tr.conf[t], st.conf) and torch.equal(tr.x0[t], st.x0)
+    cached = [t for t in range(out.nfe) if t not in firsts]
+    assert cached and all(m.calls[t]["offset"] > 0 for t in cached)              # the cache was used
+    width = {"prefix": lambda c: P + GEN - c["offset"], "dual": lambda c: BLOCK}[cache]
+    assert all(m.calls[t]["ids"].shape[1] == width(m.calls[t]) for t in cached)
+
+
+def test_first_block_of_cached_and_uncached_runs_agree():
+    """Before any cached forward, the three modes have seen identical logits and so made identical commits."""
+    m = random_model(seed=4, scale=0.8)
+    runs = {c: generate(m, prompts(2, seed=3), gen_length=GEN, block_length=BLOCK, cache=c, record_trace=True)
+            for c in ("none", "prefix", "dual")}
+    for c in ("prefix", "dual"):
+        assert torch.equal(runs[c].trace.conf[0], runs["none"].trace.conf[0])
+        assert torch.equal(runs[c].trace.committed[0], runs["none"].trace.committed[0])
+
+
+def learned(name: str):
+    torch.manual_seed(0)
+    if name == "tspd":
+        return TSPD(net=TSPDNet(TSPDConfig(hidden=8)))
+    return Learn2PD(net=Learn2PDNet())
+
+
+@pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
+@pytest.mark.parametrize("policy", ["prophet", "credit", "learn2pd", "tspd"])
+def test_batch_of_8_equals_one_prompt_at_a_time(policy, cache):
+    m = random_model(seed=7, scale=0.8)
+    ps = prompts(8, seed=11)
+    make = (lambda: learned(policy)) if policy in ("tspd", "learn2pd") else (lambda: policy)
+    kw = dict(gen_length=16, block_length=8, cache=cache, ce=True)
+    batch = generate(m, ps, policy=make(), **kw)
+    for i, p in enumerate(ps):
+        one = generate(m, [p], policy=make(), **kw)
+        assert batch.token_ids[i].tolist() == one.token_ids[0].tolist()
+        assert batch.nfe_per_sample[i] == one.nfe
+
+
+def test_egp_under_a_cache_reproduces_vanilla_under_the_same_cache():
+    m = random_model(seed=5, scale=0.8)
+    ps = prompts(8, seed=1)
+    for cache in ("prefix", "dual"):
+        van = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache)
+        egp = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache, policy="egp",
+                       policy_kwargs={"reference": van.token_ids})
+        assert torch.equal(egp.token_ids, van.token_ids)
+
+
+@pytest.mark.parametrize("cache", ["none", "dual"])
+def test_controller_features_do_not_depend_on_the_batch(cache):
+    """A row that finished its block idles while others decode; its traces (EWMA, momentum, CE) must not move."""
+    from tspd.controllers import make_controller
+    from tspd.traces import Recorder
+
+    m = random_model(seed=7, scale=0.8)
+    ps = prompts(8, seed=11)
+    kw = dict(gen_length=16, block_length=8, cache=cache, ce=True)
+    rb = Recorder(make_controller("fast-dllm", threshold=0.5))
+    batch = generate(m, ps, policy=rb, **kw)
+    assert len({tuple(r) for r in batch.steps_per_block}) > 1          # rows really finish blocks at different steps
+    for i, p in enumerate(ps):
+        r1 = Recorder(make_controller("fast-dllm", threshold=0.5))
+        generate(m, [p], policy=r1, **kw)
+        mine = [s["features"][i] for s in rb.steps if s["masked"][i].any()]
+        alone = [s["features"][0] for s in r1.steps]
+        assert len(mine) == len(alone)
+        for a, b in zip(mine, alone):
+            assert torch.allclose(a, b, atol=1e-5)
