@@ -28,6 +28,7 @@ class FakeTask:
     """The Task interface the harness uses: samples, prompt, postprocess, grade."""
     name = "fake"
     executes_code = False
+    supports_chat = False   # prompts are token ids: no chat template
 
     def __init__(self, n: int = 8):
         self._samples = [{"id": f"fake/{i}", "ids": p} for i, p in enumerate(prompts(n, seed=3))]
