@@ -80,6 +80,27 @@ class KVCache:
         self.v = [t[rows] if t is not None else None for t in self.v]
 
 
+def window_inputs(input_ids, attention_mask, position_ids, cache: KVCache | None, offset: int, *,
+                  rotary_dim: int, theta: float, kv_heads: int, head_dim: int, dtype):
+    """RoPE cos/sin, the key-padding mask and the cache state for a window forward (all backbones).
+
+    A full forward (offset 0 over the whole canvas) (re)allocates the cache; a window needs a filled one.
+    """
+    B, T = input_ids.shape
+    if position_ids is None:
+        position_ids = torch.arange(offset, offset + T, device=input_ids.device).expand(B, T)
+    cos, sin = rope_cos_sin(position_ids, rotary_dim, theta)
+    if cache is not None:
+        if offset == 0 and T >= cache.length:
+            cache.allocate(B, kv_heads, T, head_dim, input_ids.device, dtype)
+        elif cache.length == 0:
+            raise RuntimeError("KVCache is empty: run a full forward (offset=0, whole canvas) first")
+    attn_mask = None
+    if attention_mask is not None:
+        attn_mask = attention_mask.bool()[:, None, None, :]   # [B, 1, 1, T_keys]: True = attend
+    return cos, sin, attn_mask
+
+
 class Block(nn.Module):
     def __init__(self, cfg: LLaDAConfig):
         super().__init__()
@@ -160,18 +181,9 @@ class LLaDAModelLM(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0):
         cfg, tr = self.config, self.model.transformer
-        B, T = input_ids.shape
-        if position_ids is None:
-            position_ids = torch.arange(offset, offset + T, device=input_ids.device).expand(B, T)
-        cos, sin = rope_cos_sin(position_ids, cfg.head_dim, cfg.rope_theta)
-        if cache is not None:
-            if offset == 0 and T >= cache.length:   # a full forward (re)fills the whole cache
-                cache.allocate(B, cfg.kv_heads, T, cfg.head_dim, input_ids.device, self.dtype)
-            elif cache.length == 0:
-                raise RuntimeError("KVCache is empty: run a full forward (offset=0, whole canvas) first")
-        attn_mask = None
-        if attention_mask is not None:
-            attn_mask = attention_mask.bool()[:, None, None, :]   # [B, 1, 1, T_keys]: True = attend
+        cos, sin, attn_mask = window_inputs(input_ids, attention_mask, position_ids, cache, offset,
+                                            rotary_dim=cfg.head_dim, theta=cfg.rope_theta,
+                                            kv_heads=cfg.kv_heads, head_dim=cfg.head_dim, dtype=self.dtype)
         x = tr["wte"](input_ids)
         for i, block in enumerate(tr["blocks"]):
             x = block(x, cos, sin, attn_mask, cache, i, offset)

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..model import KVCache, RMSNorm, apply_rope, rope_cos_sin
+from ..model import KVCache, RMSNorm, apply_rope, window_inputs
 
 
 # ------------------------------------------------------------------------------------------------
@@ -273,18 +273,9 @@ class DecoderLM(nn.Module):
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0):
         """Logits [B, T, V] of the window ``input_ids`` at canvas ``offset`` (see :class:`tspd.LLaDAModelLM`)."""
         cfg = self.config
-        B, T = input_ids.shape
-        if position_ids is None:
-            position_ids = torch.arange(offset, offset + T, device=input_ids.device).expand(B, T)
-        cos, sin = rope_cos_sin(position_ids, cfg.rotary_dim, cfg.rope_theta)
-        if cache is not None:
-            if offset == 0 and T >= cache.length:   # a full forward (re)fills the whole cache
-                cache.allocate(B, cfg.kv_heads, T, cfg.head_dim, input_ids.device, self.dtype)
-            elif cache.length == 0:
-                raise RuntimeError("KVCache is empty: run a full forward (offset=0, whole canvas) first")
-        attn_mask = None
-        if attention_mask is not None:
-            attn_mask = attention_mask.bool()[:, None, None, :]   # [B, 1, 1, T_keys]: True = attend
+        cos, sin, attn_mask = window_inputs(input_ids, attention_mask, position_ids, cache, offset,
+                                            rotary_dim=cfg.rotary_dim, theta=cfg.rope_theta,
+                                            kv_heads=cfg.kv_heads, head_dim=cfg.head_dim, dtype=self.dtype)
         x = self.model.embed_tokens(input_ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, attn_mask, cache, i, offset)
