@@ -1,0 +1,36 @@
+"""bench-step runs at tiny shape on the CPU and writes a well-formed results file (no timing asserted)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from tspd import bench
+
+
+def test_bench_step_tiny_shape_writes_results(tmp_path):
+    p = argparse.ArgumentParser()
+    bench.add_arguments(p)
+    out = tmp_path / "cpu.json"
+    args = p.parse_args(["--shape", "tiny", "--device", "cpu", "--batch", "1,2", "--prompt", "16", "--gen", "32",
+                         "--block", "16", "--repeats", "1", "--warmup", "0", "--generate-repeats", "1",
+                         "--policies", "vanilla,tspd+ce", "--out", str(out)])
+    assert bench.main(args) == 0
+    res = json.loads(out.read_text())
+    assert res["shape"] == "tiny" and res["device"].startswith("CPU") and res["params"] > 0
+    assert res["peaks"]["matmul_flops"] > 0 and res["peaks"]["copy_bytes_per_s"] > 0
+    assert [r["batch"] for r in res["rows"]] == [1, 2]
+    for row in res["rows"]:
+        for step in ("full_forward", "prefix_step", "dual_step"):
+            assert row[step]["seconds"] > 0 and row[step]["floor_seconds"] > 0
+        gen = row["generate"]
+        assert set(gen) == {"vanilla/none", "vanilla/dual", "tspd+ce/none", "tspd+ce/dual"}
+        assert gen["vanilla/none"]["nfe"] == 32                      # 1 token per step
+        assert all(v["control_fraction_of_forward"] > 0 for v in gen.values())
+
+
+def test_cost_model_counts_attention_and_weights():
+    cfg = bench.LLaDAConfig(**bench.SHAPES["llada-8b"])
+    full = bench.forward_cost(cfg, batch=1, q_len=1152, kv_len=1152, elem=2)
+    dual = bench.forward_cost(cfg, batch=1, q_len=32, kv_len=1152, elem=2)
+    assert 2 * 7.5e9 * 1152 < full["flops"] < 2 * 8.5e9 * 1152 * 1.2      # ~2 FLOPs per parameter per token
+    assert 15e9 < dual["bytes"] < 18e9                                    # one read of ~16 GB of bf16 weights
