@@ -3,8 +3,9 @@
 Writes ``results/embedded_controllers.json``: one row per (controller, CE, cache) with accuracy on N
 held-out arith test problems, mean NFE per sample, TPS on this machine (B * L_gen / T_wall, paper
 Appendix A.1), speedup over vanilla (no CE, no cache) measured in the same results file, the
-controller's and CE's time per step as a percentage of one model forward (paper Section 5.4), and
-the agreement of each cached configuration's answers with its no-cache twin.
+controller's and CE's time per step as a percentage of one model forward (paper Section 5.4), the
+fraction of answers identical to vanilla's (text and extracted number), and the agreement of each
+cached configuration's answers with its no-cache twin.
 
 Resumable: per-sample results are appended to ``<out>.samples.jsonl`` as each batch finishes, and
 a rerun skips what is there; the summary JSON is rewritten after every batch. The full 500-problem
@@ -139,6 +140,12 @@ def run_batch(model, problems, ctrl: str, ce: bool, cache: str, args) -> list[di
     return rows
 
 
+def char_agreement(a: str, b: str) -> float:
+    """Fraction of positions (over the longer text) where two answers have the same character."""
+    n = max(len(a), len(b))
+    return 1.0 if n == 0 else sum(x == y for x, y in zip(a, b)) / n
+
+
 def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> dict:
     rows = []
     base = None
@@ -161,11 +168,20 @@ def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> d
                            controller_pct_of_forward=100 * sum(r["controller_seconds"] for r in got) / steps / per_fwd,
                            ce_pct_of_forward=100 * sum(r["ce_seconds"] for r in got) / steps / per_fwd,
                            forward_ms=1000 * per_fwd)
+                van = done.get(key(*BASELINE), {})
+                pairs = [(r, van[r["id"]]) for r in got if r["id"] in van]
+                if pairs:   # fidelity to vanilla: informative even where accuracy is not (a weak model)
+                    row["same_text_as_vanilla"] = sum(a["text"] == b["text"] for a, b in pairs) / len(pairs)
+                    row["same_answer_as_vanilla"] = sum(a["pred"] == b["pred"] for a, b in pairs) / len(pairs)
+                    row["char_agreement_with_vanilla"] = sum(char_agreement(a["text"], b["text"])
+                                                             for a, b in pairs) / len(pairs)
                 twin = done.get(key(ctrl, ce, "none"), {})
                 if cache != "none":
                     pairs = [(r, twin[r["id"]]) for r in got if r["id"] in twin]
                     row["same_text_as_no_cache"] = (sum(a["text"] == b["text"] for a, b in pairs) / len(pairs)
                                                     if pairs else None)
+                    row["char_agreement_with_no_cache"] = (sum(char_agreement(a["text"], b["text"])
+                                                               for a, b in pairs) / len(pairs) if pairs else None)
                 rows.append(row)
                 if (ctrl, ce, cache) == BASELINE:
                     base = row
@@ -221,10 +237,14 @@ def main() -> int:
             print(f"{key(ctrl, ce, cache)}: {len(todo)} problems in {time.perf_counter() - t0:.0f}s", flush=True)
     table = summarise(done, ids, meta)
     out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"{'controller':10s} {'ce':3s} {'cache':6s} {'acc':>6s} {'nfe':>6s} {'tps':>7s} {'x':>5s} {'ctrl%':>6s} {'ce%':>6s}")
+    print(f"{'controller':10s} {'ce':3s} {'cache':6s} {'acc':>6s} {'nfe':>6s} {'tps':>7s} {'x':>5s} {'ctrl%':>6s} "
+          f"{'ce%':>6s} {'=van':>5s} {'chr=van':>7s} {'chr=nocache':>11s}")
     for r in table["rows"]:
+        nc = r.get("char_agreement_with_no_cache")
         print(f"{r['controller']:10s} {'on' if r['ce'] else 'off':3s} {r['cache']:6s} {r['accuracy']:6.3f} {r['nfe']:6.1f} "
-              f"{r['tps']:7.1f} {r['speedup_tps'] or 0:5.2f} {r['controller_pct_of_forward']:6.2f} {r['ce_pct_of_forward']:6.2f}")
+              f"{r['tps']:7.1f} {r['speedup_tps'] or 0:5.2f} {r['controller_pct_of_forward']:6.2f} "
+              f"{r['ce_pct_of_forward']:6.2f} {r.get('same_text_as_vanilla', float('nan')):5.2f} "
+              f"{r.get('char_agreement_with_vanilla', float('nan')):7.2f} {'' if nc is None else f'{nc:11.2f}'}")
     return 0
 
 

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from tspd.extrapolate import (CEConfig, ConfidenceExtrapolator, forecast, kalman_step, left_coverage,
-                              make_extrapolator, select_horizon)
+from tspd.extrapolate import (CEConfig, ConfidenceExtrapolator, forecast, horizon_terms, kalman_step,
+                              left_coverage, make_extrapolator, select_horizon)
 from tspd.features import StepStats
 from tspd.generate import generate
 
@@ -50,7 +50,7 @@ def test_forecast_variance_grows_with_the_horizon():
     ext.reset(1, 4, "cpu")
     run_trend(ext, a=0.0, b=0.5, steps=10)
     h = torch.arange(21)
-    mean, var = forecast(ext.l, ext.v, ext.p00, ext.p01, ext.p11, h, 0.05, 0.01)
+    mean, var = forecast(ext.l, ext.v, ext.p00, ext.p01, ext.p11, horizon_terms(h, 0.05, 0.01))
     assert (var.diff(dim=-1) > 0).all()
     assert torch.allclose(mean[..., 5], ext.l + 5 * ext.v)
 
@@ -65,7 +65,7 @@ def test_forecast_matches_the_matrix_recursion():
         Qh = sum((torch.linalg.matrix_power(A, i) @ q @ torch.linalg.matrix_power(A, i).T for i in range(h)),
                  torch.zeros(2, 2))
         want = (Ah @ P @ Ah.T + Qh)[0, 0]
-        _, var = forecast(l, v, p00, p01, p11, torch.tensor([h]), 0.05, 0.01)
+        _, var = forecast(l, v, p00, p01, p11, horizon_terms(torch.tensor([h]), 0.05, 0.01))
         assert torch.allclose(var[0, 0], want, atol=1e-6)
 
 

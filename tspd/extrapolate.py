@@ -37,6 +37,7 @@ Everything is vectorised over [B, L] and over horizons; there is no Python loop 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -85,21 +86,31 @@ def kalman_step(l, v, p00, p01, p11, y, q_level: float, q_vel: float, r: float):
     P is symmetric and stored as (p00, p01, p11). Returns the filtered (l, v, p00, p01, p11).
     """
     # predict: x = A x, P = A P A^T + Q
-    l, v = l + v, v
-    p00, p01, p11 = p00 + 2 * p01 + p11 + q_level, p01 + p11, p11 + q_vel
+    l = l + v
+    p01 = p01 + p11
+    p00, p11 = p00 + p01 + p01 - p11 + q_level, p11 + q_vel     # P00 + 2 P01 + P11 (old P01, P11)
     # update with H = [1, 0]
     s = p00 + r
     k0, k1 = p00 / s, p01 / s
     innov = y - l
-    return l + k0 * innov, v + k1 * innov, (1 - k0) * p00, (1 - k0) * p01, p11 - k1 * p01
+    keep = 1 - k0
+    return l + k0 * innov, v + k1 * innov, keep * p00, keep * p01, p11 - k1 * p01
 
 
-def forecast(l, v, p00, p01, p11, horizons: torch.Tensor, q_level: float, q_vel: float):
-    """Level mean and variance h steps ahead (Eq. 6) for every horizon: [...] -> [..., len(horizons)]."""
-    h = horizons.to(l.dtype)
-    mean = l[..., None] + h * v[..., None]
-    q_h = h * q_level + q_vel * (h - 1) * h * (2 * h - 1) / 6          # (Q_h)_00, closed form
-    var = p00[..., None] + 2 * h * p01[..., None] + h * h * p11[..., None] + q_h
+def horizon_terms(horizons: torch.Tensor, q_level: float, q_vel: float) -> tuple[torch.Tensor, ...]:
+    """Per-horizon constants of Eq. 6: (h, 2h, h^2, (Q_h)_00) with (Q_h)_00 = h q_level + q_vel (h-1)h(2h-1)/6."""
+    h = horizons.float()
+    return h, 2 * h, h * h, h * q_level + q_vel * (h - 1) * h * (2 * h - 1) / 6
+
+
+def forecast(l, v, p00, p01, p11, terms: tuple[torch.Tensor, ...]):
+    """Level mean and variance h steps ahead (Eq. 6) for every horizon: [...] -> [..., H + 1].
+
+    ``terms`` = :func:`horizon_terms`; sigma_h^2 = P00 + 2h P01 + h^2 P11 + (Q_h)_00.
+    """
+    h, h2, hh, q_h = terms
+    mean = torch.addcmul(l[..., None], h, v[..., None])
+    var = torch.addcmul(torch.addcmul(p00[..., None] + q_h, h2, p01[..., None]), hh, p11[..., None])
     return mean, var
 
 
@@ -122,30 +133,42 @@ def select_horizon(mean: torch.Tensor, var: torch.Tensor, horizons: torch.Tensor
     """
     sigma = var.clamp_min(0).sqrt()
     lb = mean - z * sigma
-    ok = (horizons >= 1) & (horizons <= h_pot[..., None]) & (torch.sigmoid(lb) >= c_min)
-    h_star = torch.where(ok, horizons.expand_as(ok), torch.zeros_like(horizons).expand_as(ok)).amax(-1)
-    idx = h_star[..., None]
-    return h_star, lb.gather(-1, idx)[..., 0], sigma.gather(-1, idx)[..., 0]
+    h = horizons if horizons.dtype == h_pot.dtype else horizons.to(h_pot.dtype)
+    # sigmoid(lb) >= c_min  <=>  lb >= logit(c_min); horizon 0 never qualifies (h >= 1)
+    ok = (lb >= math.log(c_min / (1 - c_min))) & (h <= h_pot[..., None]) & (h >= 1)
+    idx = (ok * torch.arange(h.shape[-1], device=h.device)).amax(-1, keepdim=True)
+    return idx[..., 0], lb.gather(-1, idx)[..., 0], sigma.gather(-1, idx)[..., 0]
 
 
 # ------------------------------------------------------------------------------------------------
 # The stateful extrapolator used by the generation loop
 # ------------------------------------------------------------------------------------------------
 class ConfidenceExtrapolator:
-    """Kalman state per generated position; ``update`` is called once per forward by ``generate``."""
+    """Kalman state per generated position; ``update`` is called once per forward by ``generate``.
+
+    The state is one tensor [B, L_gen, 5] holding (l, v, P00, P01, P11) per position, so a step is a
+    few dozen tensor operations whatever the block width (the controller-overhead budget of
+    Section 5.4). ``token`` remembers each position's top-1 at its last update (-1: never observed).
+    """
 
     def __init__(self, config: CEConfig | None = None, **kwargs):
         self.config = dataclasses.replace(config or CEConfig(), **kwargs)
         self.last_h: torch.Tensor | None = None   # [B, Lb] horizon chosen at the last step (diagnostics)
 
     def reset(self, batch: int, gen_length: int, device) -> None:
-        shape = (batch, gen_length)
-        zeros = lambda: torch.zeros(shape, device=device)  # noqa: E731
-        self.l, self.v, self.p00, self.p01, self.p11 = zeros(), zeros(), zeros(), zeros(), zeros()
-        self.started = torch.zeros(shape, dtype=torch.bool, device=device)
-        self.token = torch.full(shape, -1, dtype=torch.long, device=device)
         c = self.config
-        self.horizons = torch.arange(c.H + 1, device=device)
+        self.state = torch.zeros(batch, gen_length, 5, device=device)
+        self.token = torch.full((batch, gen_length), -1, dtype=torch.long, device=device)
+        self.horizons = torch.arange(c.H + 1, device=device, dtype=torch.float32)
+        self.terms = horizon_terms(self.horizons, c.q_level, c.q_vel)
+        self._prior = torch.tensor([0.0, 0.0, c.r, 0.0, c.p_vel0], device=device)   # y goes in slot 0
+
+    # views of the state, for inspection and tests
+    l = property(lambda self: self.state[..., 0])
+    v = property(lambda self: self.state[..., 1])
+    p00 = property(lambda self: self.state[..., 2])
+    p01 = property(lambda self: self.state[..., 3])
+    p11 = property(lambda self: self.state[..., 4])
 
     def observe(self, stats: StepStats) -> torch.Tensor:
         """The transformed confidence y = phi(c) of the configured signal."""
@@ -164,28 +187,27 @@ class ConfidenceExtrapolator:
         c = self.config
         sl = slice(block_start, block_start + masked.shape[1])
         y = self.observe(stats)
-        l, v, p00, p01, p11 = (t[:, sl] for t in (self.l, self.v, self.p00, self.p01, self.p11))
-        started, token = self.started[:, sl], self.token[:, sl]
-        fresh = masked & ~started
-        if c.reset_on_flip:
-            fresh |= masked & started & (stats.x0 != token)
-        upd = masked & ~fresh
-        nl, nv, n00, n01, n11 = kalman_step(l, v, p00, p01, p11, y, c.q_level, c.q_vel, c.r)
-        init = (y, torch.zeros_like(y), torch.full_like(y, c.r), torch.zeros_like(y), torch.full_like(y, c.p_vel0))
-        for buf, new, first, old in zip((self.l, self.v, self.p00, self.p01, self.p11),
-                                        (nl, nv, n00, n01, n11), init, (l, v, p00, p01, p11)):
-            buf[:, sl] = torch.where(fresh, first, torch.where(upd, new, old))
-        self.started[:, sl] = started | masked
+        old, token = self.state[:, sl], self.token[:, sl]
+        fresh = (token < 0) | (stats.x0 != token) if c.reset_on_flip else token < 0
+        fresh = masked & fresh
+        stepped = torch.stack(kalman_step(*old.unbind(-1), y, c.q_level, c.q_vel, c.r), -1)
+        first = self._prior.expand_as(old).clone()
+        first[..., 0] = y
+        new = torch.where(fresh[..., None], first, torch.where(masked[..., None], stepped, old))
+        self.state[:, sl] = new
         self.token[:, sl] = torch.where(masked, stats.x0, token)
 
-        l, v, p00, p01, p11 = (t[:, sl] for t in (self.l, self.v, self.p00, self.p01, self.p11))
-        mean, var = forecast(l, v, p00, p01, p11, self.horizons, c.q_level, c.q_vel)
-        r = ((left_coverage(~masked) - c.tau) / (1 - c.tau)).clamp(0, 1)
-        h_star, lb, sigma = select_horizon(mean, var, self.horizons, c.H * r, c.z, c.c_min)
-        h_star = torch.where(masked, h_star, torch.zeros_like(h_star))
         raw = stats.conf.float()
-        conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
-        u = torch.where(masked, 1 - torch.exp(-sigma / c.u_scale), torch.zeros_like(sigma))
+        l, v, p00, p01, p11 = new.unbind(-1)
+        h_pot = c.H * ((left_coverage(~masked) - c.tau) / (1 - c.tau)).clamp(0, 1)
+        if bool((masked & (h_pot >= 1)).any()):
+            mean, var = forecast(l, v, p00, p01, p11, self.terms)
+            h_star, lb, sigma = select_horizon(mean, var, self.horizons, h_pot, c.z, c.c_min)
+            h_star = h_star * masked
+            conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
+        else:   # no position may look ahead: h* = 0 everywhere, skip the forecast
+            h_star, sigma, conf = torch.zeros_like(token), p00.clamp_min(0).sqrt(), raw
+        u = (1 - torch.exp(-sigma / c.u_scale)) * masked
         self.last_h = h_star
         return conf.to(stats.conf.dtype), u
 

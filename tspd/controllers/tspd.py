@@ -128,8 +128,9 @@ def save_controller(net: nn.Module, config: dict, stem: str | Path) -> Path:
     from safetensors.torch import save_file
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous().cpu() for k, v in net.state_dict().items()},
-              str(stem.with_suffix(".safetensors")))
+    weights = stem.with_suffix(".safetensors")
+    save_file({k: v.detach().contiguous().cpu() for k, v in net.state_dict().items()}, str(weights))
+    weights.chmod(0o644)   # safetensors writes 0600; these files are shipped with the model
     stem.with_suffix(".json").write_text(json.dumps(config, indent=2) + "\n")
     return stem
 
