@@ -204,6 +204,13 @@ def test_eval_command_matches_the_harness_arguments(tmp_path):
         experiments.eval_command(config(ce=True, ce_kwargs={"tau": 0.5}))
 
 
+def test_replace_gen_length_brings_its_own_default_steps():
+    c = experiments.RunConfig(gen_length=128)
+    assert c.replace(gen_length=256).steps == 256                   # default schedule follows the length
+    assert c.replace(gen_length=256, steps=64).steps == 64
+    assert experiments.RunConfig(gen_length=128, steps=64).replace(gen_length=256).steps == 64   # explicit kept
+
+
 def test_paper_config_shares_rows_across_tables():
     from tspd import reported
     common = dict(model="/m/LLaDA-8B-Instruct", device="cuda", limit=0)
@@ -215,7 +222,9 @@ def test_paper_config_shares_rows_across_tables():
     assert (ours.policy, ours.ce, ours.cache) == ("tspd", True, "dual")
     assert experiments.paper_config(reported.paper_table("table4")[1], **common).key == ours.key
     tau = experiments.paper_config(reported.paper_table("table12", part="tau")[1], **common)
-    assert tau.ce_kwargs == {"H": 20, "tau": 0.4}
+    assert tau.ce_kwargs == {"tau": 0.4}            # H 20 is CE's default: not part of the key
+    default = experiments.paper_config(reported.paper_table("table12", part="tau")[3], **common)   # tau 0.6, H 20
+    assert default.ce_kwargs == {} and default.key == ours.key
     fd = experiments.paper_config(t1["F-dLLM", False], method_default_cache="prefix", **common)
     assert fd.cache == "prefix" and fd.policy == "fast-dllm"
     with pytest.raises(ValueError, match="policy_kwargs"):

@@ -3,13 +3,14 @@
 A notebook names its runs as ``{label: RunConfig}``, calls :func:`measure` (which reads back what
 any notebook already measured with the same configuration, see :mod:`tspd.experiments`), turns the
 results into rows with :func:`rows` (speedup against a baseline run of the same call) and shows them
-beside the paper's with :func:`tspd.reported.side_by_side`. Plots go through :func:`bars` and
-:func:`speed_accuracy` so that every page looks alike.
+beside the paper's with :func:`tspd.reported.side_by_side`. Bar charts go through :func:`bars`
+so that the pages look alike; :func:`pareto_front` marks the speed-accuracy front.
 """
 from __future__ import annotations
 
 import os
 import random
+import warnings
 from pathlib import Path
 
 import torch
@@ -24,8 +25,8 @@ METHODS = {
     "Vanilla": dict(policy="vanilla"),
     "F-dLLM": dict(policy="fast-dllm", cache="dual"),
     "CD": dict(policy="credit", cache="dual"),
-    "Prophet": dict(policy="prophet"),
-    "Learn2PD": dict(policy="learn2pd"),
+    "Prophet †": dict(policy="prophet"),
+    "Learn2PD †": dict(policy="learn2pd"),
     "Ours †": dict(policy="tspd", ce=True),
     "Ours": dict(policy="tspd", ce=True, cache="dual"),
 }
@@ -44,7 +45,9 @@ def method_config(base: RunConfig, method: str, **changes) -> RunConfig:
 def paper_rows(table_id: str, **where) -> list[dict]:
     """The paper's rows of a table with " †" appended to the method of rows without KV cache."""
     from .reported import paper_table
-    return [{**r, "method": r["method"] + (" †" if r.get("dagger") else "")} for r in paper_table(table_id, **where)]
+    rename = {"L2PD": "Learn2PD"}     # Table 1's MBPP block abbreviates Learn2PD
+    return [{**r, "method": rename.get(r["method"], r["method"]) + (" †" if r.get("dagger") else "")}
+            for r in paper_table(table_id, **where)]
 
 
 def progress_bar(*args, **kwargs):
@@ -65,6 +68,12 @@ def setup(device: str = "cpu", threads: int = 0, seed: int = 0) -> str:
     """
     if threads:
         torch.set_num_threads(threads)
+    try:   # without ipywidgets tqdm.auto warns once per process; book.progress_bar falls back quietly
+        from tqdm import TqdmExperimentalWarning, TqdmWarning
+        warnings.filterwarnings("ignore", category=TqdmWarning)
+        warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)
+    except ImportError:
+        pass
     random.seed(seed)
     torch.manual_seed(seed)
     if torch.device(device).type == "cuda" and not torch.cuda.is_available():
@@ -116,7 +125,8 @@ def provenance(results: dict[str, RunResult]) -> str:
     """``ours (tiny-arith, <cpu> (2 threads), n=8)``: what the measured numbers are."""
     first = next(iter(results.values()))
     ns = sorted({r.summary["n"] for r in results.values()})
-    return ours_label(first.config.model, first.device_name, "/".join(map(str, ns)))
+    devices = " + ".join(dict.fromkeys(r.device_name for r in results.values()))   # all of them, in order
+    return ours_label(first.config.model, devices, "/".join(map(str, ns)))
 
 
 def bars(rows_: list[dict], metrics: tuple[str, ...] = ("tps", "accuracy"), label: str = "method",
@@ -154,28 +164,6 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
-def speed_accuracy(curves: dict[str, list[dict]], x: str = "tps", y: str = "accuracy", title: str = "",
-                   mark_front: bool = True):
-    """One line per controller through its rows (a threshold sweep); the Pareto front over all marked."""
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    pts = []
-    for name, rs in curves.items():
-        rs = sorted(rs, key=lambda r: r[x])
-        ax.plot([r[x] for r in rs], [r[y] for r in rs], marker="o", label=name)
-        pts += [(r[x], r[y]) for r in rs]
-    if mark_front and pts:
-        front = [pts[i] for i in pareto_front(pts)]
-        ax.plot(*zip(*front), color="k", lw=1, ls="--", label="Pareto front")
-    ax.set_xlabel({"tps": "tokens / s", "nfe_mean": "NFE per sample"}.get(x, x))
-    ax.set_ylabel({"accuracy": "accuracy (%)"}.get(y, y))
-    ax.legend(fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
 def on_cpu_note(model: str) -> str:
     """The caveat printed under every table computed with the provisional embedded checkpoint."""
     if os.path.sep in str(model) or str(model) != "tiny-arith":
@@ -185,5 +173,5 @@ def on_cpu_note(model: str) -> str:
             "NFE and TPS show the decoding cost only.")
 
 
-__all__ = ["METHODS", "method_config", "paper_rows", "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars", "pareto_front", "speed_accuracy",
-           "on_cpu_note"]
+__all__ = ["METHODS", "method_config", "paper_rows", "setup", "results_dir", "variants_dir", "progress_bar",
+           "measure", "rows", "provenance", "bars", "pareto_front", "on_cpu_note"]

@@ -70,6 +70,13 @@ def _canonical(obj: dict | None, what: str) -> dict:
         raise TypeError(f"{what} must be JSON-serialisable (numbers, strings, lists, dicts): {e}") from None
 
 
+def _without_ce_defaults(kwargs: dict) -> dict:
+    """CE settings minus those equal to CEConfig's defaults, so equal decodings get equal keys."""
+    from .extrapolate import CEConfig
+    defaults = dataclasses.asdict(CEConfig())
+    return {k: v for k, v in kwargs.items() if k not in defaults or defaults[k] != v}
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One benchmark run. Defaults: the embedded model on its synthetic task, on the CPU.
@@ -101,7 +108,7 @@ class RunConfig:
         set_("model", str(self.model).rstrip("/") or str(self.model))
         set_("policy_kwargs", _canonical(self.policy_kwargs, "policy_kwargs"))
         set_("ce", bool(self.ce))
-        set_("ce_kwargs", _canonical(self.ce_kwargs, "ce_kwargs") if self.ce else {})
+        set_("ce_kwargs", _without_ce_defaults(_canonical(self.ce_kwargs, "ce_kwargs")) if self.ce else {})
         set_("steps", int(self.gen_length if self.steps is None else self.steps))
         set_("limit", None if not self.limit else int(self.limit))
         set_("device", str(torch.device(self.device)))
@@ -135,6 +142,10 @@ class RunConfig:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def replace(self, **changes) -> "RunConfig":
+        """A copy with ``changes``; a new ``gen_length`` brings its own default ``steps`` (one token per
+        step) unless ``steps`` is given or this config's steps were not the default."""
+        if "gen_length" in changes and "steps" not in changes and self.steps == self.gen_length:
+            changes["steps"] = None
         return dataclasses.replace(self, **changes)
 
     @property
@@ -216,7 +227,8 @@ def device_name(device: str) -> str:
                 break
     except OSError:
         pass
-    return f"{cpu} ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"{cpu} ({n} thread{'s' if n != 1 else ''})"
 
 
 def model_fingerprint(model: str) -> str | None:

@@ -49,7 +49,7 @@ CONFIDENCE_FEATURES = ("conf", "ewma", "momentum")   # the channels that get Gau
 @dataclass
 class TrainConfig:
     kind: str = "tspd"
-    arch: str = "lstm"              # TSPD architecture (Tables 7-8)
+    arch: str = "lstm"              # TSPD architecture (Tables 6 and 8)
     layers: int = 2
     hidden: int = 16
     features: tuple[str, ...] = FEATURES
@@ -270,7 +270,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=16)
     p.add_argument("--features", default=",".join(FEATURES), help=f"comma list from {','.join(FEATURES)}")
-    p.add_argument("--drop", default="", help="Table 6 ablation: comma list of confidence,entropy,momentum,position")
+    p.add_argument("--drop", default="", help="Table 7 ablation: comma list of confidence,entropy,momentum,position")
     p.add_argument("--ce", choices=CE_MODES, default=None, help="features with CE on/off/mixed (default per kind)")
     p.add_argument("--epochs", type=int, default=None, help="default 300 (tspd) / 5000 (learn2pd)")
     p.add_argument("--patience", type=int, default=None, help="default 30 (tspd) / 300 (learn2pd)")

@@ -54,6 +54,8 @@ class TraceSpec:
     batch_size: int = 8
     device: str = "cpu"
     dtype: str | None = None
+    flan_source: str | None = None   # with prompts="flan": a local FLAN JSONL file or a datasets hub id
+    chat: bool = False               # wrap prompts in the tokenizer's chat template (Instruct checkpoints)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -63,7 +65,11 @@ class TraceSpec:
 
     @property
     def key(self) -> str:
-        return _hash({k: v for k, v in dataclasses.asdict(self).items() if k not in ("batch_size",)})
+        d = {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
+        for k, unset in (("flan_source", None), ("chat", False)):   # added later: unset keeps old keys
+            if d[k] == unset:
+                del d[k]
+        return _hash(d)
 
 
 def fingerprint(traces: dict) -> str:
@@ -80,7 +86,12 @@ def traces(spec: TraceSpec, results_dir=None, progress: bool = True) -> dict:
     if path.exists():
         return load_traces(path)
     model = get_model(spec.model, spec.device, spec.dtype)
-    data = collect(model, load_prompts(spec.prompts, spec.n), gen_length=spec.gen_length,
+    prompts = load_prompts(spec.prompts, spec.n, spec.flan_source)
+    if spec.chat:
+        tok = model.tokenizer
+        prompts = [tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
+                                           tokenize=False) for q in prompts]
+    data = collect(model, prompts, gen_length=spec.gen_length,
                    block_length=spec.block_length, steps=spec.steps, policy=spec.policy,
                    batch_size=spec.batch_size, cache=spec.cache, progress=progress,
                    meta=dict(model=spec.model, prompt_source=spec.prompts, spec=dataclasses.asdict(spec)))

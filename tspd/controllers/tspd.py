@@ -13,9 +13,9 @@ LLaDA schedule's quota of most confident non-gated tokens (Learn2PD's union rule
 
 All B * Lb positions advance in one LSTM step per forward (no Python loop over tokens); the hidden
 state is reset at the start of each block. Architecture options cover the paper's ablations:
-``arch`` lstm / mlp and ``layers`` 1 / 2 / 4 (Table 7), ``hidden`` 8 / 12 / 16 / 17 / 25 (Table 8;
+``arch`` lstm / mlp and ``layers`` 1 / 2 / 4 (Table 6), ``hidden`` 8 / 12 / 16 / 17 / 25 (Table 8;
 PyTorch's 2-layer LSTM has 1.1K / 2.2K / 3.7K / 4.1K / 8.5K parameters at these widths), and the
-``features`` subset (Table 6).
+``features`` subset (Table 7).
 
 Weights live beside the model: ``<model dir>/controllers/<name>.safetensors`` with a ``<name>.json``
 of the architecture, written by ``python -m tspd train-controller``. :func:`save_controller` and
@@ -34,7 +34,7 @@ from .base import Controller, Decision, StepView, top_k_mask
 
 # Feature names in the order of Appendix A.3's r = [c, H, cbar, delta cbar, phi, u].
 FEATURES = ("conf", "entropy", "ewma", "momentum", "position", "u")
-# Table 6's ablations name groups of features: "w.o. confidence" drops both confidence levels.
+# Table 7's ablations name groups of features: "w.o. confidence" drops both confidence levels.
 ABLATION_GROUPS = {"confidence": ("conf", "ewma"), "entropy": ("entropy",), "momentum": ("momentum",),
                    "position": ("position",), "u": ("u",)}
 ARCHS = ("lstm", "mlp")
@@ -42,10 +42,10 @@ ARCHS = ("lstm", "mlp")
 
 @dataclass
 class TSPDConfig:
-    arch: str = "lstm"          # the paper's shared recurrent cell; "mlp" = same features, no memory (Table 7)
-    layers: int = 2             # 2-layer LSTM (Appendix A.3); Table 7 also tries 1 and 4
+    arch: str = "lstm"          # the paper's shared recurrent cell; "mlp" = same features, no memory (Table 6)
+    layers: int = 2             # 2-layer LSTM (Appendix A.3); Table 6 also tries 1 and 4
     hidden: int = 16            # Appendix A.3 (Table 8's budgets use 8 / 12 / 17 / 25)
-    features: tuple[str, ...] = FEATURES   # any subset, in FEATURES order (Table 6)
+    features: tuple[str, ...] = FEATURES   # any subset, in FEATURES order (Table 7)
 
     def __post_init__(self):
         self.features = tuple(self.features)
@@ -60,7 +60,7 @@ class TSPDConfig:
 
 
 def features_without(groups: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """The feature list of a Table 6 ablation, e.g. ``features_without(["position"])``."""
+    """The feature list of a Table 7 ablation, e.g. ``features_without(["position"])``."""
     drop = set()
     for g in groups:
         if g not in ABLATION_GROUPS:
