@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export MPLBACKEND=Agg PATH="$PWD/.venv/bin:$PATH"
+unset MPLBACKEND   # notebook kernels then use the inline backend: their figures are kept
+export PATH="$PWD/.venv/bin:$PATH"
 start=$(date +%s)
 jupyter-book clean --all . >/dev/null
 jupyter-book build . -W -n --keep-going

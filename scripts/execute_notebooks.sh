@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
-export MPLBACKEND=Agg PYTHONHASHSEED=0
+unset MPLBACKEND   # notebook kernels then use the inline backend: their figures are kept
+export PYTHONHASHSEED=0
 if [ $# -eq 0 ]; then
   mapfile -t books < <(.venv/bin/python -c "
 import yaml

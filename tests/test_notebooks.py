@@ -87,3 +87,12 @@ def test_notebook_is_stored_executed_without_errors(path):
         assert not [o for o in c.get("outputs", []) if o.get("output_type") == "error"], f"{path.name}: error output"
     checked = [c for c in code if "nbval-check-output" in c.get("metadata", {}).get("tags", [])]
     assert checked and all(c.get("outputs") for c in checked), f"{path.name}: no checked output for nbval"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_that_plots_stores_its_figures(path):
+    """A notebook executed with a non-inline matplotlib backend (MPLBACKEND=Agg) silently loses its plots."""
+    code = [c for c in cells(path) if c["cell_type"] == "code"]
+    plots = any(k in "".join(c["source"]) for c in code for k in ("plt.", "book.bars(", "matplotlib"))
+    images = sum("image/png" in o.get("data", {}) for c in code for o in c.get("outputs", []))
+    assert not plots or images, f"{path.name} draws plots but stores no image: re-run scripts/execute_notebooks.sh"
