@@ -43,3 +43,27 @@ def tiny_model() -> LLaDAModelLM:
 def prompts(n: int, seed: int = 1, lo: int = 3, hi: int = 12) -> list[list[int]]:
     g = torch.Generator().manual_seed(seed)
     return [torch.randint(0, EOS, (int(torch.randint(lo, hi, (1,), generator=g)),), generator=g).tolist() for _ in range(n)]
+
+
+class Spy:
+    """Wraps a model and records every forward: offset, input ids, mask, positions and the logits."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def __call__(self, ids, **kw):
+        out = self.model(ids, **kw)
+        self.calls.append(dict(offset=kw.get("offset", 0), ids=ids.clone(), attn=kw.get("attention_mask"),
+                               pos=kw.get("position_ids"), logits=out.clone()))
+        return out
+
+
+def seeded_net(kind: str, seed: int = 0, **arch):
+    """A TSPD (``arch`` -> TSPDConfig) or Learn2PD network with seeded random weights."""
+    from tspd.controllers.learn2pd import Learn2PDNet
+    from tspd.controllers.tspd import TSPDConfig, TSPDNet
+    torch.manual_seed(seed)
+    return TSPDNet(TSPDConfig(**arch)) if kind == "tspd" else Learn2PDNet()

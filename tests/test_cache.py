@@ -4,28 +4,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tspd.controllers.learn2pd import Learn2PD, Learn2PDNet
-from tspd.controllers.tspd import TSPD, TSPDConfig, TSPDNet
+from tspd.controllers.learn2pd import Learn2PD
+from tspd.controllers.tspd import TSPD
 from tspd.features import step_stats
 from tspd.generate import generate
 
-from conftest import MASK, prompts, random_model
+from conftest import MASK, Spy, prompts, random_model, seeded_net
 
 GEN, BLOCK = 32, 8
-
-
-class Spy:
-    def __init__(self, model):
-        self.model, self.calls = model, []
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-    def __call__(self, ids, **kw):
-        out = self.model(ids, **kw)
-        self.calls.append(dict(offset=kw.get("offset", 0), ids=ids.clone(), attn=kw.get("attention_mask"),
-                               pos=kw.get("position_ids"), logits=out.clone()))
-        return out
 
 
 @pytest.mark.parametrize("cache", ["prefix", "dual"])
@@ -63,10 +49,7 @@ def test_first_block_of_cached_and_uncached_runs_agree():
 
 
 def learned(name: str):
-    torch.manual_seed(0)
-    if name == "tspd":
-        return TSPD(net=TSPDNet(TSPDConfig(hidden=8)))
-    return Learn2PD(net=Learn2PDNet())
+    return TSPD(net=seeded_net("tspd", hidden=8)) if name == "tspd" else Learn2PD(net=seeded_net("learn2pd"))
 
 
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])

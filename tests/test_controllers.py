@@ -12,28 +12,9 @@ from tspd.controllers.prophet import Prophet
 from tspd.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_without, save_controller
 from tspd.generate import generate
 
-from conftest import EOS, MASK, prompts, random_model
+from conftest import EOS, MASK, Spy, prompts, random_model, seeded_net
 
 GEN, BLOCK = 32, 8
-
-
-class Spy:
-    """Wraps a model and keeps (offset, input ids) of every forward."""
-
-    def __init__(self, model):
-        self.model, self.calls = model, []
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-    def __call__(self, ids, **kw):
-        self.calls.append((kw.get("offset", 0), ids.clone()))
-        return self.model(ids, **kw)
-
-
-def seeded_net(kind: str, seed: int = 0, **arch):
-    torch.manual_seed(seed)
-    return TSPDNet(TSPDConfig(**arch)) if kind == "tspd" else Learn2PDNet()
 
 
 def controller(name: str):
@@ -69,7 +50,7 @@ def test_loop_invariants(name, ce):
     assert out.nfe == len(model.calls) == out.trace.block.numel()          # one NFE per forward
     assert max(out.nfe_per_sample) <= out.nfe
     assert (out.token_ids != MASK).all()
-    canvases = [ids[:, P:] for _, ids in model.calls] + [out.token_ids]
+    canvases = [c["ids"][:, P:] for c in model.calls] + [out.token_ids]
     for t in range(out.nfe):
         before, after = canvases[t], canvases[t + 1]
         changed = before != after
