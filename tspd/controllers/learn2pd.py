@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import Controller, Decision, StepView, top_k_mask
-from .tspd import controller_path, load_controller
+from .tspd import load_net
 
 WIDTH = 32   # the filter's fixed input width: Learn2PD's block length
 
@@ -71,10 +71,8 @@ class Learn2PD(Controller):
 
     def bind(self, model) -> None:
         if self.net is None:
-            state, config = load_controller(controller_path(model, self.stem_name, self.weights), "learn2pd")
-            self.net = Learn2PDNet(config.get("width", WIDTH))
-            self.net.load_state_dict(state)
-            self.net.eval()
+            self.net = load_net(model, self.stem_name, self.weights, "learn2pd",
+                                lambda config: Learn2PDNet(config.get("width", WIDTH)))
         self.net.to(model.device)
 
     @torch.no_grad()

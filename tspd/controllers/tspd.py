@@ -151,6 +151,14 @@ def load_controller(stem: str | Path, kind: str) -> tuple[dict, dict]:
     return load_file(str(w)), config
 
 
+def load_net(model, name: str, weights, kind: str, build) -> nn.Module:
+    """The saved network of a learned controller (``build(config)`` makes its shape), in eval mode."""
+    state, config = load_controller(controller_path(model, name, weights), kind)
+    net = build(config)
+    net.load_state_dict(state)
+    return net.eval()
+
+
 def build_tspd_net(config: dict) -> TSPDNet:
     arch = {k: config[k] for k in ("arch", "layers", "hidden", "features") if k in config}
     return TSPDNet(TSPDConfig(**arch))
@@ -180,10 +188,7 @@ class TSPD(Controller):
 
     def bind(self, model) -> None:
         if self.net is None:
-            state, config = load_controller(controller_path(model, self.stem_name, self.weights), "tspd")
-            self.net = build_tspd_net(config)
-            self.net.load_state_dict(state)
-            self.net.eval()
+            self.net = load_net(model, self.stem_name, self.weights, "tspd", build_tspd_net)
         self.net.to(model.device)
 
     def reset(self, batch, gen_length, block_length, device):
