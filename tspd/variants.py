@@ -163,11 +163,12 @@ def controller(data: dict, cfg: TrainConfig, results_dir=None, progress: bool = 
     The learning curve is written beside it as ``<stem>.curve.json`` (the paper's Figure 5).
     """
     settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
-    stem = _dir(results_dir) / f"{cfg.kind}-{_hash({'traces': fingerprint(data), 'train': settings})}"
+    traces_id = fingerprint(data)
+    stem = _dir(results_dir) / f"{cfg.kind}-{_hash({'traces': traces_id, 'train': settings})}"
     if stem.with_suffix(".safetensors").exists() and stem.with_suffix(".json").exists():
         return stem
     net, saved, curve = train(data, cfg, progress=progress)
-    saved["traces"] = fingerprint(data)
+    saved["traces"] = traces_id
     Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
     save_controller(net, saved, stem)      # the .json last: its presence marks a finished variant
     return stem
