@@ -449,3 +449,22 @@ def test_incomplete_backbone_config_names_the_missing_fields(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="intermediate_size.*vocab_size|vocab_size.*intermediate_size"):
         tspd.load_model(tmp_path)
+
+
+@pytest.mark.parametrize("backbone", ["llada", "dream", "moe"])
+def test_logits_from_skips_rows_of_full_and_window_forwards(backbone, dream_dir, moe_dir):
+    """``logits_from=k`` gives rows k.. of the full logits (the loop asks for the generated region only)."""
+    from conftest import random_model
+    model = {"llada": random_model, "dream": lambda: tspd.load_model(dream_dir),
+             "moe": lambda: tspd.load_model(moe_dir)}[backbone]()
+    ids = random_ids(2, 14, seed=9) % 38          # inside every test vocabulary (the LLaDA one has 40 ids)
+    with torch.no_grad():
+        full = model(ids)
+        for k in (1, 5):
+            torch.testing.assert_close(model(ids, logits_from=k), full[:, k:], atol=1e-5, rtol=1e-5)
+        cache = model.new_cache()
+        model(ids, cache=cache)
+        window = model(ids[:, 8:], cache=cache, offset=8)
+        assert window.shape[1] == 6
+        torch.testing.assert_close(model(ids[:, 8:], cache=cache, offset=8, logits_from=2), window[:, 2:],
+                                   atol=1e-5, rtol=1e-5)

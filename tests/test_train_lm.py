@@ -72,9 +72,10 @@ class _Recorder(torch.nn.Module):
         super().__init__()
         self.vocab, self.seen = vocab, None
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None):
+    def forward(self, input_ids, attention_mask=None, position_ids=None, logits_from=0):
         self.seen = input_ids.clone()
-        return torch.zeros(*input_ids.shape, self.vocab, requires_grad=True)
+        B, T = input_ids.shape
+        return torch.zeros(B, T - logits_from, self.vocab, requires_grad=True)
 
 
 def test_sft_loss_masks_answer_only_and_weights_by_one_over_t(tokenizer):

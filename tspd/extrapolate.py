@@ -200,13 +200,12 @@ class ConfidenceExtrapolator:
         raw = stats.conf.float()
         l, v, p00, p01, p11 = new.unbind(-1)
         h_pot = c.H * ((left_coverage(~masked) - c.tau) / (1 - c.tau)).clamp(0, 1)
-        if bool((masked & (h_pot >= 1)).any()):
-            mean, var = forecast(l, v, p00, p01, p11, self.terms)
-            h_star, lb, sigma = select_horizon(mean, var, self.horizons, h_pot, c.z, c.c_min)
-            h_star = h_star * masked
-            conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
-        else:   # no position may look ahead: h* = 0 everywhere, skip the forecast
-            h_star, sigma, conf = torch.zeros_like(token), p00.clamp_min(0).sqrt(), raw
+        # always forecast, even when no position may look ahead yet (h* = 0 then): testing for that
+        # first would make every step wait for the device, and the forecast is a [B, Lb, H+1] tensor
+        mean, var = forecast(l, v, p00, p01, p11, self.terms)
+        h_star, lb, sigma = select_horizon(mean, var, self.horizons, h_pot, c.z, c.c_min)
+        h_star = h_star * masked
+        conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
         u = (1 - torch.exp(-sigma / c.u_scale)) * masked
         self.last_h = h_star
         return conf.to(stats.conf.dtype), u

@@ -230,7 +230,7 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
     t = eps + (1 - eps) * torch.rand(B, 1, device=ids.device, generator=generator)   # t in (eps, 1]
     masked = torch.rand(B, L, device=ids.device, generator=generator) < t
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
-    logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids)[:, P:]
+    logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
     ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
     return ((ce * masked / t).sum(-1) / L).mean()
 

@@ -65,7 +65,7 @@ class CreditDecoding(Controller):
         credit_step(self.credit, logits, view.masked, view.step == 0, self.decay, self.gamma)
         x0, conf = fuse(logits, self.credit, self.alpha)
         lift = torch.where(x0 == view.x0, ce_lift(view), torch.zeros_like(conf))
-        score = torch.sigmoid(log_odds(conf) + lift) if bool(lift.any()) else conf
+        score = torch.where(lift != 0, torch.sigmoid(log_odds(conf) + lift), conf)   # no host sync
         best = score.masked_fill(~view.masked, float("-inf")).amax(-1, keepdim=True)
         thr = torch.clamp(best - 1e-5, max=self.threshold)
         commit = view.masked & (score >= thr)

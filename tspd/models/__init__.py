@@ -270,8 +270,9 @@ class DecoderLM(nn.Module):
     def new_cache(self) -> KVCache:
         return KVCache(self.config.num_hidden_layers)
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0):
-        """Logits [B, T, V] of the window ``input_ids`` at canvas ``offset`` (see :class:`tspd.LLaDAModelLM`)."""
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0,
+                logits_from: int = 0):
+        """Logits [B, T - logits_from, V] of window ``input_ids`` at canvas ``offset`` (see :class:`tspd.LLaDAModelLM`)."""
         cfg = self.config
         cos, sin, attn_mask = window_inputs(input_ids, attention_mask, position_ids, cache, offset,
                                             rotary_dim=cfg.rotary_dim, theta=cfg.rope_theta,
@@ -279,7 +280,7 @@ class DecoderLM(nn.Module):
         x = self.model.embed_tokens(input_ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, attn_mask, cache, i, offset)
-        x = self.model.norm(x)
+        x = self.model.norm(x[:, logits_from:])
         head = self.model.embed_tokens.weight if cfg.tie_word_embeddings else self.lm_head.weight
         return F.linear(x, head)
 
