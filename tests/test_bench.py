@@ -11,9 +11,9 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
     p = argparse.ArgumentParser()
     bench.add_arguments(p)
     out = tmp_path / "cpu.json"
-    args = p.parse_args(["--shape", "tiny", "--device", "cpu", "--batch", "1,2", "--prompt", "16", "--gen", "32",
-                         "--block", "16", "--repeats", "1", "--warmup", "0", "--generate-repeats", "1",
-                         "--policies", "vanilla,tspd+ce", "--out", str(out)])
+    args = p.parse_args(["--shape", "tiny", "--device", "cpu", "--batch", "1,2", "--prompt", "8", "--gen", "16",
+                         "--block", "8", "--repeats", "1", "--warmup", "0", "--generate-repeats", "1",
+                         "--policies", "vanilla,tspd+ce", "--fast", "--parity", "--out", str(out)])
     assert bench.main(args) == 0
     res = json.loads(out.read_text())
     assert res["shape"] == "tiny" and res["device"].startswith("CPU") and res["params"] > 0
@@ -22,9 +22,16 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
     for row in res["rows"]:
         for step in ("full_forward", "prefix_step", "dual_step"):
             assert row[step]["seconds"] > 0 and row[step]["floor_seconds"] > 0
+        for step in ("full_forward_fast", "prefix_step_fast", "dual_step_fast"):
+            assert row[step]["seconds"] > 0
         gen = row["generate"]
-        assert set(gen) == {"vanilla/none", "vanilla/dual", "tspd+ce/none", "tspd+ce/dual"}
-        assert gen["vanilla/none"]["nfe"] == 32                      # 1 token per step
+        runs = {f"{p}/{c}" for p in ("vanilla", "tspd+ce") for c in ("none", "dual")}
+        assert set(gen) == runs | {r + "/fast" for r in runs}
+        parity = row["parity"]
+        assert parity.pop("dual_step_max_abs_logit_diff") == 0.0        # the same kernels on the same inputs
+        assert set(parity) == runs and all(v["same_tokens"] and v["same_nfe"] for v in parity.values())
+        assert all(v["host_syncs_per_forward"] is None for v in parity.values())   # counted on CUDA only
+        assert gen["vanilla/none"]["nfe"] == 16                      # 1 token per step
         assert all(v["control_fraction_of_forward"] > 0 for v in gen.values())
 
 

@@ -126,6 +126,14 @@ def run_eval(out: Path, *extra: str) -> int:
                 "--out", str(out), *extra])
 
 
+def test_fast_flag_reaches_generate(monkeypatch, tmp_path):
+    calls = install_fake(monkeypatch, gsm8k_answers())
+    assert run_eval(tmp_path / "run.jsonl", "--limit", "1") == 0
+    assert "fast" not in calls[1][2]
+    assert run_eval(tmp_path / "fast.jsonl", "--limit", "1", "--fast") == 0
+    assert calls[3][2]["fast"] is True
+
+
 def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
     calls = install_fake(monkeypatch, gsm8k_answers())
     out = tmp_path / "run.jsonl"

@@ -4,28 +4,39 @@ The model is built directly on the device with random weights (no download, no C
 warm-up, each measurement is the median of many repeats, timed with CUDA events on a GPU and
 ``perf_counter`` on a CPU:
 
-- ``full_forward``: one forward over prompt + generated region (the no-cache step, and the first
+- ``full_forward``: one forward over prompt + generated region, logits for the generated region only
+  as the loop computes them (the no-cache step, and the first
   step of each block under both caches);
 - ``prefix_step``: a cached forward over [block_start, end) (Fast-dLLM prefix cache);
 - ``dual_step``: a cached forward over the block only (Fast-dLLM dual cache);
 - ``generate``: a whole :func:`tspd.generate.generate` call per NFE for several policies, and the
   controller + CE time per step as a fraction of one forward.
 
+``--fast`` adds the same steps replayed from CUDA graphs (:mod:`tspd.graphs`: ``*_fast`` rows and
+``<policy>/<cache>/fast`` generate rows); ``--parity`` checks that the fast path decodes the same tokens
+as the eager one for every timed policy and cache, and on a GPU counts the host synchronisations per
+forward inside ``generate`` (CUDA's sync debug mode).
+
 The roofline floors use peak rates measured on the same device (a large matmul, a large copy):
 time >= max(FLOPs / peak_flops, bytes moved / peak_bandwidth).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import platform
+import re
+import shlex
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import torch
 
 from .config import LLaDAConfig
+from .graphs import StepGraphs
 from .loading import SpecialTokens
 from .model import LLaDAModelLM
 
@@ -47,12 +58,19 @@ def add_arguments(p) -> None:
     p.add_argument("--block", type=int, default=32)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--dtype", default=None, help="default: bfloat16 on GPU, float32 on CPU")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random weights and inputs")
     p.add_argument("--repeats", type=int, default=20, help="timed repeats per measurement (median)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--policies", default="vanilla,fast-dllm,tspd+ce", help="policies timed inside generate")
+    p.add_argument("--caches", default="none,dual", help="KV cache modes timed inside generate")
     p.add_argument("--generate-repeats", type=int, default=2)
+    p.add_argument("--confidence-dtype", default="float32",
+                   help="dtype of the softmax statistics inside generate (LLaDA: bfloat16, Fast-dLLM: float64)")
     p.add_argument("--no-generate", action="store_true", help="skip the whole-generate measurements")
-    p.add_argument("--out", default=None, help="write the results JSON here (e.g. results/gpu/<device>.json)")
+    p.add_argument("--fast", action="store_true", help="also time the CUDA-graph fast path (tspd.graphs)")
+    p.add_argument("--parity", action="store_true", help="check fast-path tokens against the eager path")
+    p.add_argument("--out", default=None,
+                   help="write the results JSON here; {device} becomes the device name, e.g. results/gpu/{device}.json")
 
 
 class Timer:
@@ -111,15 +129,19 @@ def peak_rates(device: torch.device, dtype: torch.dtype, timer: Timer) -> dict:
             "matmul_n": n, "copy_bytes": nbytes}
 
 
-def forward_cost(cfg: LLaDAConfig, batch: int, q_len: int, kv_len: int, elem: int) -> dict:
-    """FLOPs and bytes of one forward of ``q_len`` query tokens attending over ``kv_len`` keys."""
+def forward_cost(cfg: LLaDAConfig, batch: int, q_len: int, kv_len: int, elem: int, head_rows: int | None = None) -> dict:
+    """FLOPs and bytes of one forward of ``q_len`` query tokens attending over ``kv_len`` keys.
+
+    ``head_rows``: window rows that get logits (default all ``q_len``; the loop skips the prompt's).
+    """
     d, L, hd = cfg.d_model, cfg.n_layers, cfg.head_dim
+    head_rows = q_len if head_rows is None else head_rows
     per_layer = 2 * d * (cfg.n_heads * hd + 2 * cfg.kv_heads * hd) + 2 * cfg.n_heads * hd * d + 3 * 2 * d * cfg.mlp_hidden_size
-    tokens = batch * q_len
-    flops = tokens * (L * per_layer + 2 * d * cfg.rows) + L * batch * 4 * q_len * kv_len * cfg.n_heads * hd
+    tokens, logits = batch * q_len, batch * head_rows
+    flops = tokens * L * per_layer + logits * 2 * d * cfg.rows + L * batch * 4 * q_len * kv_len * cfg.n_heads * hd
     weights = (L * per_layer // 2 + 2 * d * cfg.rows) * elem            # every weight read once
     kv_bytes = L * batch * 2 * kv_len * cfg.kv_heads * hd * elem
-    return {"flops": flops, "bytes": weights + kv_bytes + tokens * cfg.rows * elem}
+    return {"flops": flops, "bytes": weights + kv_bytes + logits * cfg.rows * elem}
 
 
 def floor_seconds(cost: dict, peaks: dict) -> float:
@@ -142,67 +164,142 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
     kv = model.new_cache()
     pos = torch.arange(T, device=dev).expand(batch, T)
     with torch.no_grad():
-        full = timer(lambda: model(ids))
+        full = timer(lambda: model(ids, logits_from=P))          # as the loop runs it: no logits for the prompt
         model(ids, cache=kv)
         prefix = timer(lambda: model(ids[:, P:], position_ids=pos[:, P:], cache=kv, offset=P))
         dual = timer(lambda: model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P))
+    steps = {"full_forward": (full, T, G), "prefix_step": (prefix, G, G), "dual_step": (dual, Lb, Lb)}
+    if args.fast or args.parity:
+        runner = StepGraphs(model, batch, T, cached=True, padded=False)
+        runner.load(pos, None)
+        with torch.no_grad():
+            model(ids, cache=kv)                     # the same history on both paths: full forward, then dual
+            eager_dual = model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P)
+            runner(ids, 0, T, P)                    # fills the runner's own cache, as a block's first step
+            fast_dual = runner(ids, P, P + Lb)
+            if args.fast:
+                steps["prefix_step_fast"] = timer(lambda: runner(ids, P, T)), G, G
+                steps["dual_step_fast"] = timer(lambda: runner(ids, P, P + Lb)), Lb, Lb
+                steps["full_forward_fast"] = timer(lambda: runner(ids, 0, T, P)), T, G
+        parity_logits = (fast_dual.float() - eager_dual.float()).abs().max().item()
+        del runner
     elem = torch.finfo(model.dtype).bits // 8
     row = {"batch": batch, "prompt": P, "gen": G, "block": Lb}
-    for name, t, q in (("full_forward", full, T), ("prefix_step", prefix, G), ("dual_step", dual, Lb)):
-        floor = floor_seconds(forward_cost(cfg, batch, q, T, elem), peaks)
+    for name, (t, q, rows) in steps.items():
+        floor = floor_seconds(forward_cost(cfg, batch, q, T, elem, head_rows=rows), peaks)
         row[name] = {"seconds": t, "floor_seconds": floor, "floor_fraction": floor / t}
+    if args.parity:
+        row["parity"] = {"dual_step_max_abs_logit_diff": parity_logits}
     if args.no_generate:
         return row
     prompts = ids[:, :P]
+    conf_dtype = getattr(torch, args.confidence_dtype)
     row["generate"] = {}
     for policy in [p for p in args.policies.split(",") if p]:
         name, ce = policy.removesuffix("+ce"), policy.endswith("+ce")
         kw = {"net": _random_tspd_net()} if name == "tspd" else {}
-        for cache in ("none", "dual"):
-            runs = []
-            for _ in range(args.generate_repeats + 1):   # the first call is a warm-up
-                out = generate(model, prompts, gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw,
-                               ce=ce, cache=cache)
-                runs.append(out)
-            prof = generate(model, prompts, gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw,
-                            ce=ce, cache=cache, profile=True)
-            timed = runs[1:]
-            per_nfe = statistics.median(o.seconds / o.nfe for o in timed)
-            row["generate"][f"{policy}/{cache}"] = {
-                "seconds_per_nfe": per_nfe, "nfe": timed[-1].nfe,
-                "tokens_per_second": statistics.median(o.tokens_per_second for o in timed),
-                "control_fraction_of_forward": prof.control_overhead}
+        for cache in [c for c in args.caches.split(",") if c]:
+            for fast in ((False, True) if args.fast else (False,)):
+                call = dict(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache, fast=fast,
+                            confidence_dtype=conf_dtype)
+                runs = [generate(model, prompts, **call) for _ in range(args.generate_repeats + 1)]
+                prof = generate(model, prompts, profile=True, **call)
+                timed = runs[1:]                   # the first call is a warm-up (and captures the graphs)
+                row["generate"][f"{policy}/{cache}" + ("/fast" if fast else "")] = {
+                    "seconds_per_nfe": statistics.median(o.seconds / o.nfe for o in timed), "nfe": timed[-1].nfe,
+                    "tokens_per_second": statistics.median(o.tokens_per_second for o in timed),
+                    "control_fraction_of_forward": prof.control_overhead}
+            if args.parity:
+                same = dict(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
+                            confidence_dtype=conf_dtype)
+                eager = generate(model, prompts, **same)
+                fast_out = generate(model, prompts, fast=True, **same)
+                syncs = host_syncs(dev, lambda: generate(model, prompts, fast=True, **same))
+                row["parity"][f"{policy}/{cache}"] = {
+                    "same_tokens": bool(torch.equal(eager.token_ids, fast_out.token_ids)),
+                    "same_nfe": eager.nfe == fast_out.nfe,
+                    "host_syncs_per_forward": None if syncs is None else syncs / fast_out.nfe}
     return row
 
 
-def main(args) -> int:
+def host_syncs(device: torch.device, fn) -> int | None:
+    """Host synchronisations during ``fn()``, counted with CUDA's sync debug mode (None off CUDA).
+
+    Calibrated on one known sync (``.item()``): None if the warnings do not come through.
+    """
+    if device.type != "cuda":
+        return None
+
+    def count(f) -> int:
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                f()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return sum("synchroniz" in str(w.message) for w in caught)
+
+    probe = torch.zeros(1, device=device)
+    if count(lambda: probe.sum().item()) < 1:
+        return None
+    return count(fn)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments of ``python -m tspd bench-step`` from a list (for notebooks and tests)."""
+    p = argparse.ArgumentParser(prog="python -m tspd bench-step")
+    add_arguments(p)
+    return p.parse_args(argv)
+
+
+def measure(args: argparse.Namespace, command: str, log=print) -> dict:
+    """Run every measurement of ``args``; returns the results dict (``log`` gets a line per result)."""
     device = torch.device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
     if args.gen % args.block:
         raise SystemExit(f"error: --gen {args.gen} is not a multiple of --block {args.block}")
+    try:
+        batches = [int(x) for x in args.batch.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"error: --batch takes comma-separated integers, got {args.batch!r}") from None
+    bad = [c for c in args.caches.split(",") if c and c not in ("none", "prefix", "dual")]
+    if bad:
+        raise SystemExit(f"error: --caches takes none, prefix and dual, got {bad}")
+    if not batches or min(batches) < 1 or args.prompt < 1 or args.repeats < 1:
+        raise SystemExit("error: --batch sizes, --prompt and --repeats must be positive")
     timer = Timer(device, args.repeats, args.warmup)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     peaks = peak_rates(device, dtype, timer)
     model = build_model(args.shape, device, dtype)
-    n_params = sum(p.numel() for p in model.parameters())
     result = {
-        "command": "python -m tspd bench-step " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench-step"] else sys.argv[1:]),
+        "command": command,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
         "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
-        "params": n_params, "peaks": peaks, "rows": [],
+        "confidence_dtype": args.confidence_dtype,
+        "params": sum(p.numel() for p in model.parameters()), "peaks": peaks, "rows": [],
     }
-    for b in [int(x) for x in args.batch.split(",")]:
+    for b in batches:
         row = bench_batch(model, b, args, timer, peaks)
         result["rows"].append(row)
-        print(f"batch {b}: " + ", ".join(
+        log(f"batch {b}: " + ", ".join(
             f"{k} {v['seconds'] * 1e3:.2f} ms (floor {v['floor_seconds'] * 1e3:.2f})"
             for k, v in row.items() if isinstance(v, dict) and "seconds" in v))
         for k, v in row.get("generate", {}).items():
             frac = v["control_fraction_of_forward"]
-            print(f"  generate {k}: {v['seconds_per_nfe'] * 1e3:.2f} ms/NFE, NFE {v['nfe']}, "
-                  f"{v['tokens_per_second']:.1f} tok/s, controller+CE {100 * frac:.2f} % of a forward")
+            log(f"  generate {k}: {v['seconds_per_nfe'] * 1e3:.2f} ms/NFE, NFE {v['nfe']}, "
+                f"{v['tokens_per_second']:.1f} tok/s, controller+CE {100 * frac:.2f} % of a forward")
+        for k, v in row.get("parity", {}).items():
+            log(f"  parity {k}: {v}")
+    return result
+
+
+def main(args) -> int:
+    argv = sys.argv[2:] if sys.argv[1:2] == ["bench-step"] else sys.argv[1:]
+    result = measure(args, "python -m tspd bench-step " + shlex.join(argv))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.out}")
+        out = Path(args.out.replace("{device}", re.sub(r"[^A-Za-z0-9.-]+", "-", result["device"]).strip("-")))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {out}")
     return 0

@@ -59,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra controller argument (value parsed as JSON when it can be); repeatable")
     p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
     p.add_argument("--cache", choices=("none", "prefix", "dual"), default="none", help="KV cache mode")
+    p.add_argument("--fast", action="store_true",
+                   help="replay forwards from CUDA graphs (tspd.graphs): same tokens, less host overhead on a GPU; "
+                        "graphs are captured again whenever a batch's prompt width changes")
     p.add_argument("--gen-length", type=int, default=256, help="generated positions L_gen")
     p.add_argument("--block-length", type=int, default=32, help="semi-autoregressive block width")
     p.add_argument("--steps", type=int, default=None, help="step budget (None: gen length)")
@@ -225,6 +228,8 @@ class ModelBackend:
         self.kwargs = dict(gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
                            policy=args.policy, ce=args.ce, cache=args.cache,
                            temperature=args.temperature, threshold=args.threshold)
+        if getattr(args, "fast", False):
+            self.kwargs["fast"] = True
         policy_kwargs = parse_policy_args(args.policy_arg)
         if policy_kwargs:
             self.kwargs["policy_kwargs"] = policy_kwargs

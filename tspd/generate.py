@@ -127,7 +127,7 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
              tokenizer=None, threshold: float | None = None, policy_kwargs: dict | None = None,
              ce_kwargs: dict | None = None, record_trace: bool = False,
              confidence_dtype: torch.dtype = torch.float32, add_special_tokens: bool = False,
-             seed: int | None = None, profile: bool = False) -> Generation:
+             seed: int | None = None, profile: bool = False, fast: bool = False) -> Generation:
     """Decode ``prompts`` with a masked diffusion LM, block by block (paper Algorithm 1).
 
     Args:
@@ -146,6 +146,8 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
         confidence_dtype: dtype of the softmax statistics (LLaDA bf16, Fast-dLLM float64, ours float32).
         profile: split the wall time into model forwards and control (synchronises the device at
             each boundary, so leave it off when measuring throughput).
+        fast: replay every window forward from a CUDA graph with static buffers (:mod:`tspd.graphs`);
+            the same tokens as the eager path. On a CPU the same static-buffer path runs eagerly.
     """
     steps = gen_length if steps is None else steps
     num_blocks = _check_lengths(gen_length, block_length, steps)
@@ -177,7 +179,13 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
     if extrapolator is not None:
         extrapolator.reset(B, gen_length, device)
     traces = TraceState(B, gen_length, device)
-    kv = model.new_cache() if cache != "none" else None
+    runner = kv = None
+    if fast:
+        from .graphs import step_graphs
+        runner = step_graphs(model, B, T, cached=cache != "none", padded=attn is not None)
+        runner.load(pos, attn)
+    elif cache != "none":
+        kv = model.new_cache()
     canvas_x0 = torch.full((B, gen_length), special.mask, dtype=torch.long, device=device)
     canvas_conf = torch.zeros(B, gen_length, device=device)
     canvas_gap = torch.zeros(B, gen_length, device=device)
@@ -202,21 +210,24 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
             elif not active.any():
                 break
             # ---- one forward over the window -------------------------------------------------
-            if kv is None or i == 0:
+            if cache == "none" or i == 0:
                 w0, w1 = 0, T
             else:
                 w0, w1 = s, (e if cache == "dual" else T)
+            g0 = max(w0, P)                                            # logits of [g0, w1) only
             clock.start()
-            logits = model(x[:, w0:w1], attention_mask=attn, position_ids=pos[:, w0:w1],
-                           cache=kv, offset=w0)
+            if runner is not None:
+                logits = runner(x, w0, w1, g0 - w0)
+            else:
+                logits = model(x[:, w0:w1], attention_mask=attn, position_ids=pos[:, w0:w1], cache=kv, offset=w0,
+                               logits_from=g0 - w0)
             clock.lap("forward")
             logits = _candidates_only(logits, model.config.vocab_size, special.mask)
             nfe += 1
             nfe_rows += active.long()
             block_steps[:, b] += active.long()
             # ---- statistics of the window's generated positions ------------------------------
-            g0 = max(w0, P)
-            st = step_stats(logits[:, g0 - w0:], temperature, confidence_dtype, generator)
+            st = step_stats(logits, temperature, confidence_dtype, generator)
             canvas_x0[:, g0 - P:w1 - P] = st.x0
             canvas_conf[:, g0 - P:w1 - P] = st.conf.float()
             canvas_gap[:, g0 - P:w1 - P] = st.logit_gap.float()
@@ -228,7 +239,7 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
                 conf, u = extrapolator.update(gs, blk, masked)
             view = StepView(
                 step=i, global_step=global_step, total_steps=steps, block=b, num_blocks=num_blocks,
-                block_start=gs, steps_per_block=steps_per_block, logits=logits[:, s - w0:e - w0].to(confidence_dtype),
+                block_start=gs, steps_per_block=steps_per_block, logits=logits[:, s - g0:e - g0].to(confidence_dtype),
                 x0=blk.x0, conf=conf, raw_conf=blk.conf, entropy=blk.entropy, margin=blk.margin,
                 logit_gap=blk.logit_gap, ewma=traces.ewma[:, gs:gs + block_length],
                 momentum=traces.momentum[:, gs:gs + block_length], phi=phi, u=u, masked=masked,
@@ -310,24 +321,23 @@ def _apply(x: torch.Tensor, P: int, s: int, e: int, view: StepView, decision: De
 
     Invariants: only still-masked positions change; outside the current block only through the
     controller's explicit ``finish`` (Prophet) or ``eos_at`` (End-of-Text Prediction) requests.
+    Every branch is a tensor select, never a Python ``if`` on a tensor: a step never waits for the device.
     """
-    B, L_gen = x.shape[0], x.shape[1] - P
+    L_gen = x.shape[1] - P
     masked = view.masked
     commit = decision.commit & masked
     if force_progress:
         stalled = masked.any(-1) & ~commit.any(-1)
-        if stalled.any():
-            best = view.conf.masked_fill(~masked, float("-inf")).argmax(-1)
-            commit[stalled, best[stalled]] = True
+        best = view.conf.masked_fill(~masked, float("-inf")).argmax(-1, keepdim=True)
+        slot = torch.arange(masked.shape[1], device=x.device)
+        commit = commit | (stalled[:, None] & (slot[None, :] == best))
     tokens = decision.tokens if decision.tokens is not None else view.x0
     before = x[:, P:] == special.mask
-    blk = x[:, s:e]
-    x[:, s:e] = torch.where(commit, tokens, blk)
-    if decision.finish is not None and decision.finish.any():
-        rows = decision.finish
-        gen = x[rows, P:]
-        x[rows, P:] = torch.where(gen == special.mask, view.canvas_x0[rows], gen)
-    if decision.eos_at is not None and (decision.eos_at >= 0).any():
+    x[:, s:e] = torch.where(commit, tokens, x[:, s:e])
+    if decision.finish is not None:
+        gen = x[:, P:]
+        x[:, P:] = torch.where(decision.finish[:, None] & (gen == special.mask), view.canvas_x0, gen)
+    if decision.eos_at is not None:
         idx = torch.arange(L_gen, device=x.device)
         after = (idx[None, :] > decision.eos_at[:, None]) & (decision.eos_at[:, None] >= 0)
         gen = x[:, P:]

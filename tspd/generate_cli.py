@@ -16,6 +16,7 @@ def add_arguments(p) -> None:
     p.add_argument("--threshold", type=float, default=None, help="confidence threshold for threshold policies")
     p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
     p.add_argument("--cache", default="none", choices=["none", "prefix", "dual"])
+    p.add_argument("--fast", action="store_true", help="replay forwards from CUDA graphs (tspd.graphs); same tokens")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--chat", choices=["auto", "yes", "no"], default="auto",
@@ -41,7 +42,7 @@ def main(args) -> int:
     prompt = format_prompt(model.tokenizer, args.prompt, args.chat)
     out = generate(model, [prompt], gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
                    policy=args.policy, threshold=args.threshold, ce=args.ce, cache=args.cache,
-                   temperature=args.temperature, seed=args.seed)
+                   temperature=args.temperature, seed=args.seed, fast=args.fast)
     if args.json:
         print(json.dumps({"text": out.texts[0] if out.texts else None, "token_ids": out.token_ids[0].tolist(),
                           "nfe": out.nfe, "seconds": round(out.seconds, 4),

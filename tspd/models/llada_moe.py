@@ -115,6 +115,7 @@ class LLaDAMoEModelLM(DecoderLM):
     """LLaDA-MoE mask predictor (HF names: ``model.layers.{i}.mlp.experts.{j}...``, ``lm_head``)."""
 
     arch = "llada_moe"
+    graph_capturable = False   # the expert routing reads group sizes on the host (.tolist()): no CUDA graphs
 
     def make_layer(self, cfg: LLaDAMoEConfig, index: int) -> DecoderLayer:
         attn = Attention(cfg, qkv_bias=cfg.attention_bias, o_bias=cfg.attention_bias,
