@@ -138,3 +138,16 @@ def test_cached_window_equals_full_forward(tiny_model, window):
 def test_window_without_filled_cache_is_an_error(tiny_model):
     with pytest.raises(RuntimeError, match="full forward"):
         tiny_model(torch.tensor([[1, 2]]), cache=tiny_model.new_cache(), offset=4)
+
+
+def test_rms_norm_is_llada_formula_bit_for_bit():
+    """The fused F.rms_norm path equals LLaDA's fp32 formula exactly, in fp32 and bf16 models."""
+    from tspd.model import RMSNorm
+    torch.manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        norm = RMSNorm(64, 1e-5).to(dtype)
+        norm.weight.data.uniform_(0.5, 1.5)
+        x = (torch.randn(3, 7, 64) * 3).to(dtype)
+        h = x.float()
+        ref = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5)).to(dtype) * norm.weight
+        assert torch.equal(norm(x), ref)

@@ -21,7 +21,11 @@ from .config import LLaDAConfig
 
 
 class RMSNorm(nn.Module):
-    """x * rsqrt(mean(x^2) + eps), computed in fp32, cast back, then scaled (LLaDA's RMSLayerNorm)."""
+    """x * rsqrt(mean(x^2) + eps), computed in fp32, cast back, then scaled (LLaDA's RMSLayerNorm).
+
+    ``F.rms_norm`` computes exactly that (bit for bit on the CPU) and is one fused kernel on CUDA
+    instead of five: a decoding step at LLaDA-8B's shape launches 64 of these norms.
+    """
 
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -29,8 +33,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)
         return h.to(x.dtype) * self.weight
 
 
@@ -123,7 +126,8 @@ class Block(nn.Module):
         q = self.q_proj(h).view(B, T, cfg.n_heads, cfg.head_dim).transpose(1, 2)
         k = self.k_proj(h).view(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         v = self.v_proj(h).view(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        # q and k rotated in one pass: half the elementwise kernels of a step, the same values
+        q, k = apply_rope(torch.cat([q, k], 1), cos, sin).split([cfg.n_heads, cfg.kv_heads], 1)
         if cache is not None:
             k, v = cache.update(layer, offset, k, v)
         if cfg.kv_heads != cfg.n_heads:
