@@ -31,6 +31,7 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
         assert parity.pop("dual_step_max_abs_logit_diff") == 0.0        # the same kernels on the same inputs
         assert set(parity) == runs and all(v["same_tokens"] and v["same_nfe"] for v in parity.values())
         assert all(v["host_syncs_per_forward"] is None for v in parity.values())   # counted on CUDA only
+        assert row["dual_step"]["kernels"] is None                                  # ... as are kernels
         assert gen["vanilla/none"]["nfe"] == 16                      # 1 token per step
         assert all(v["control_fraction_of_forward"] > 0 for v in gen.values())
 

@@ -168,6 +168,8 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
         model(ids, cache=kv)
         prefix = timer(lambda: model(ids[:, P:], position_ids=pos[:, P:], cache=kv, offset=P))
         dual = timer(lambda: model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P))
+        kernels = kernels_per_call(dev, lambda: model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv,
+                                                     offset=P))
     steps = {"full_forward": (full, T, G), "prefix_step": (prefix, G, G), "dual_step": (dual, Lb, Lb)}
     if args.fast or args.parity:
         runner = StepGraphs(model, batch, T, cached=True, padded=False)
@@ -188,6 +190,7 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
     for name, (t, q, rows) in steps.items():
         floor = floor_seconds(forward_cost(cfg, batch, q, T, elem, head_rows=rows), peaks)
         row[name] = {"seconds": t, "floor_seconds": floor, "floor_fraction": floor / t}
+    row["dual_step"]["kernels"] = kernels
     if args.parity:
         row["parity"] = {"dual_step_max_abs_logit_diff": parity_logits}
     if args.no_generate:
@@ -220,6 +223,24 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
                     "same_nfe": eager.nfe == fast_out.nfe,
                     "host_syncs_per_forward": None if syncs is None else syncs / fast_out.nfe}
     return row
+
+
+def kernels_per_call(device: torch.device, fn) -> int | None:
+    """GPU kernels one eager ``fn()`` launches (torch.profiler; None off CUDA or without CUPTI).
+
+    Each costs a launch from Python: the count says how host-bound an eager step is.
+    """
+    if device.type != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize(device)
+    except RuntimeError:
+        return None
+    n = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    return n or None
 
 
 def host_syncs(device: torch.device, fn) -> int | None:
