@@ -3,7 +3,8 @@
 # Run on a machine with one CUDA GPU, from the repository root or anywhere:
 #     bash scripts/gpu_speed.sh [OUT_DIR]        (default OUT_DIR: results/gpu)
 # Writes OUT_DIR/<device>.json (batch 1: steps, fast path, generate, parity, host syncs) and
-# OUT_DIR/<device>-batch8.json (batch 8: steps and the dual-cache generate). About 10 minutes on an H100.
+# OUT_DIR/<device>-batch8.json (batch 8: steps and the dual-cache generate). Estimated 10 minutes on an
+# H100, not yet timed; the two calls can also be run one at a time.
 # Needs only torch (and numpy/safetensors, imported by tspd): the package runs from the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
