@@ -30,8 +30,8 @@ class StepGraphs:
     """Window forwards of one canvas shape, replayed from CUDA graphs.
 
     Args:
-        model: any backbone with the ``forward(ids, attention_mask, position_ids, cache, offset)``
-            contract of :class:`tspd.LLaDAModelLM`.
+        model: any backbone with the ``forward(ids, attention_mask, position_ids, cache, offset,
+            logits_from)`` contract of :class:`tspd.LLaDAModelLM`.
         batch, length: the canvas shape [B, T] (prompt + generated region).
         cached: whether forwards use a KV cache (``generate``'s ``cache`` is ``prefix`` or ``dual``).
         padded: whether the batch has left padding (then an attention mask is passed).

@@ -14,9 +14,9 @@ builds once (peers note section 2)::
 
 Attention is bidirectional (both models force ``is_causal=False``). The RMSNorm, rotary embedding and
 :class:`~tspd.model.KVCache` are :mod:`tspd.model`'s own, so ``forward(input_ids, attention_mask,
-position_ids, cache, offset)`` behaves exactly like :class:`tspd.LLaDAModelLM`'s: a full forward at
-offset 0 fills the cache for the whole canvas, a window forward writes its keys/values at ``offset``
-and attends over the whole cache.
+position_ids, cache, offset, logits_from)`` behaves exactly like :class:`tspd.LLaDAModelLM`'s: a full
+forward at offset 0 fills the cache for the whole canvas, a window forward writes its keys/values at
+``offset`` and attends over the whole cache, and only rows from ``logits_from`` on get logits.
 
 :data:`BACKBONES` maps the ``model_type`` of a ``config.json`` to (config class, model class);
 ``tspd.loading.ARCHITECTURES`` includes it.
