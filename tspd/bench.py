@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from .config import LLaDAConfig
+from .generate import CACHE_MODES, generate
 from .graphs import StepGraphs
 from .loading import SpecialTokens
 from .model import LLaDAModelLM
@@ -155,7 +156,6 @@ def _random_tspd_net():
 
 
 def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
-    from .generate import generate
     cfg, dev = model.config, model.device
     P, G, Lb = args.prompt, args.gen, args.block
     T = P + G
@@ -202,9 +202,10 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
         name, ce = policy.removesuffix("+ce"), policy.endswith("+ce")
         kw = {"net": _random_tspd_net()} if name == "tspd" else {}
         for cache in [c for c in args.caches.split(",") if c]:
+            same = dict(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
+                        confidence_dtype=conf_dtype)
             for fast in ((False, True) if args.fast else (False,)):
-                call = dict(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache, fast=fast,
-                            confidence_dtype=conf_dtype)
+                call = {**same, "fast": fast}
                 runs = [generate(model, prompts, **call) for _ in range(args.generate_repeats + 1)]
                 prof = generate(model, prompts, profile=True, **call)
                 timed = runs[1:]                   # the first call is a warm-up (and captures the graphs)
@@ -213,8 +214,6 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
                     "tokens_per_second": statistics.median(o.tokens_per_second for o in timed),
                     "control_fraction_of_forward": prof.control_overhead}
             if args.parity:
-                same = dict(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
-                            confidence_dtype=conf_dtype)
                 eager = generate(model, prompts, **same)
                 fast_out = generate(model, prompts, fast=True, **same)
                 syncs = host_syncs(dev, lambda: generate(model, prompts, fast=True, **same))
@@ -284,9 +283,9 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
         batches = [int(x) for x in args.batch.split(",") if x.strip()]
     except ValueError:
         raise SystemExit(f"error: --batch takes comma-separated integers, got {args.batch!r}") from None
-    bad = [c for c in args.caches.split(",") if c and c not in ("none", "prefix", "dual")]
+    bad = [c for c in args.caches.split(",") if c and c not in CACHE_MODES]
     if bad:
-        raise SystemExit(f"error: --caches takes none, prefix and dual, got {bad}")
+        raise SystemExit(f"error: --caches takes {', '.join(CACHE_MODES)}, got {bad}")
     if not batches or min(batches) < 1 or args.prompt < 1 or args.repeats < 1:
         raise SystemExit("error: --batch sizes, --prompt and --repeats must be positive")
     timer = Timer(device, args.repeats, args.warmup)
