@@ -1,21 +1,22 @@
 """``arith``: the embedded model's synthetic GSM8K-style task.
 
-Templated word problems (shopping, sharing, rates, ages, saving, travel, baking, gardens,
-collections) with 3-4 arithmetic steps whose intermediate results are reused by later steps. The
-worked solution is written as GSM8K writes it without its calculator annotations: one short
-sentence per step stating ``a op b = c``, one step per line, then the final line ``#### N``::
+Short templated word problems (shopping, leftovers, sharing, rates, ages, saving, travel, gardens) with
+3-4 arithmetic steps whose intermediate results are reused by later steps. The worked solution is
+written as GSM8K writes its steps with the prose stripped: one line per step ``a op b = c``, then the
+final line ``#### N``::
 
-    Ann buys 4 pens at $7 each and 3 mugs at $9 each. She pays with $100. How much change ...?
-    The pens cost 4*7 = 28.
-    The mugs cost 3*9 = 27.
-    She spends 28+27 = 55.
-    The change is 100-55 = 45.
-    #### 45
+    Ann buys 4 pens at $7 and 3 cups at $5. She pays $60. Change?
+    4*7 = 28
+    3*5 = 15
+    28+15 = 43
+    60-43 = 17
+    #### 17
 
-Numbers in questions stay small (operands <= 99 apart from round bills), every intermediate result is
-a non-negative integer and division is used only when exact. Answers are about 50-120 characters
-(at most ``MAX_ANSWER_CHARS``), so with a 128-token generation window and blocks of 32 they span 2-4
-blocks followed by EOS padding. Questions are 80-141 characters.
+The task is sized for a model trained on a 2-core CPU (the lever is the arithmetic and the sequence
+length, not the model): products are single digit x single digit, divisions invert them, every sum,
+difference and intermediate result lies in 0..99. Questions are at most ``MAX_QUESTION_CHARS``
+characters; answers are ``MIN_ANSWER_CHARS``..``MAX_ANSWER_CHARS`` characters, so with the checkpoint's
+64-token generation window and blocks of 32 every answer spans both blocks and leaves at least 4 EOS.
 
 Splits are decided by a hash of the question text, so ``train``, ``test`` and ``traces`` can never
 share a question. ``test`` (500) and ``traces`` (2000) are fixed lists drawn from their own seeds;
@@ -32,7 +33,10 @@ from functools import lru_cache
 from typing import Callable, Iterator
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
-MAX_ANSWER_CHARS = 124                        # longer drafts are redrawn: a 128-token window keeps >= 4 EOS
+GEN_LENGTH, BLOCK_LENGTH = 64, 32             # the window the task is sized for (written into checkpoints)
+MAX_QUESTION_CHARS = 72                       # short prompts: sequence cost is prompt + window
+MIN_ANSWER_CHARS = BLOCK_LENGTH + 1           # every answer reaches the second block
+MAX_ANSWER_CHARS = GEN_LENGTH - 4             # and leaves >= 4 EOS in the window
 _BUCKETS = 1000                               # question hash mod 1000 decides the split:
 _SPLIT_OF_BUCKET = (("test", 0, 50), ("traces", 50, 100))  # 5 % test, 5 % traces, 90 % train
 
@@ -44,192 +48,141 @@ _NAMES = [("Ann", "She"), ("Ben", "He"), ("Cara", "She"), ("Dan", "He"), ("Eva",
           ("Kate", "She"), ("Leo", "He"), ("Mia", "She"), ("Noah", "He"), ("Olga", "She"),
           ("Paul", "He"), ("Rosa", "She"), ("Sam", "He"), ("Tina", "She"), ("Omar", "He"),
           ("Lily", "She"), ("Raj", "He"), ("Zoe", "She"), ("Tom", "He")]
-_GOODS = ["pens", "mugs", "books", "apples", "pears", "hats", "cups", "kites", "maps", "socks",
-          "plums", "candles", "shirts", "bowls", "toys", "lamps"]
-_SHARED = ["apples", "candies", "marbles", "stickers", "cards", "shells", "coins", "beads",
-           "nuts", "grapes", "buttons", "stamps"]
-_MADE = ["toys", "bottles", "boxes", "chairs", "bricks", "cans", "bolts", "caps"]
-_MACHINES = ["machine", "robot", "factory", "printer", "press"]
-_SAVED = ["bike", "game", "watch", "bag", "radio", "ball", "jacket"]
-_VEHICLES = ["train", "car", "bus", "truck", "boat"]
-_BAKED = ["cookies", "muffins", "buns", "tarts", "rolls"]
-_PLANTS = ["tulips", "roses", "carrots", "onions", "beans", "trees"]
-_COLLECTED = ["stickers", "stamps", "shells", "cards", "coins", "marbles"]
-_BILLS = [20, 50, 100, 200]
+_GOODS = ["pens", "mugs", "books", "pears", "hats", "cups", "kites", "maps", "socks", "plums",
+          "bowls", "toys", "lamps"]
+_ITEMS = ["nuts", "beads", "cards", "coins", "shells", "stamps", "grapes", "candies", "marbles"]
+_MADE = ["toys", "cans", "boxes", "bolts", "caps", "bricks"]
+_MACHINES = ["machine", "robot", "printer", "press"]
+_VEHICLES = ["car", "bus", "boat", "bike", "train"]
+_PLANTS = ["roses", "tulips", "beans", "onions", "trees"]
+
+Draft = tuple[str, list[str], int]
 
 
-def _names(rng: random.Random, k: int) -> list[tuple[str, str]]:
-    return rng.sample(_NAMES, k)
+def _digit(rng: random.Random) -> int:
+    """A factor of a product: single digit, 2..9."""
+    return rng.randint(2, 9)
 
 
-def _div_pairs(n: int, lo: int, hi: int) -> list[int]:
-    """Divisors d of n with lo <= d <= hi (exact division only)."""
-    return [d for d in range(lo, hi + 1) if n % d == 0]
+def _eq(a: int, op: str, b: int) -> tuple[str, int]:
+    c = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
+    return f"{a}{op}{b} = {c}", c
 
 
 # --------------------------------------------------------------------------------------------
 # Templates. Each returns (question, solution lines, final) or None to ask for a redraw.
 # --------------------------------------------------------------------------------------------
-Draft = tuple[str, list[str], int]
-
-
 def _shopping(rng: random.Random) -> Draft | None:
-    (name, she), = _names(rng, 1)
+    (name, she), = rng.sample(_NAMES, 1)
     g1, g2 = rng.sample(_GOODS, 2)
-    a, b = rng.randint(2, 9), rng.randint(2, 9)
-    p, q = rng.randint(2, 25), rng.randint(2, 25)
-    x, y = a * p, b * q
-    z = x + y
-    steps = [f"The {g1} cost {a}*{p} = {x}.", f"The {g2} cost {b}*{q} = {y}.",
-             f"{she} spends {x}+{y} = {z}."]
-    q_text = f"{name} buys {a} {g1} at ${p} each and {b} {g2} at ${q} each."
-    bills = [m for m in _BILLS if m >= z]
-    if bills and rng.random() < 0.6:
-        bill = rng.choice(bills[:2])
-        steps.append(f"The change is {bill}-{z} = {bill - z}.")
-        return f"{q_text} {she} pays with ${bill}. How much change does {she.lower()} get?", steps, bill - z
-    return f"{q_text} How much does {she.lower()} spend in all?", steps, z
+    a, p, b, q = _digit(rng), _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(a, "*", p)
+    s2, y = _eq(b, "*", q)
+    s3, z = _eq(x, "+", y)
+    if z > 89:
+        return None
+    bill = rng.randrange(-(-(z + 1) // 10) * 10, 100, 10)
+    s4, c = _eq(bill, "-", z)
+    return (f"{name} buys {a} {g1} at ${p} and {b} {g2} at ${q}. {she} pays ${bill}. Change?",
+            [s1, s2, s3, s4], c)
+
+
+def _leftover(rng: random.Random) -> Draft | None:
+    (name, she), = rng.sample(_NAMES, 1)
+    item = rng.choice(_ITEMS)
+    a, b, c = _digit(rng), _digit(rng), rng.randint(2, 40)
+    s1, x = _eq(a, "*", b)
+    s2, y = _eq(x, "+", c)
+    if y > 99:
+        return None
+    d = rng.randint(2, y - 1)
+    s3, z = _eq(y, "-", d)
+    return (f"{name} has {a} bags of {b} {item} and {c} more. {she} eats {d}. How many left?",
+            [s1, s2, s3], z)
 
 
 def _sharing(rng: random.Random) -> Draft | None:
-    (name, she), = _names(rng, 1)
-    item = rng.choice(_SHARED)
-    a, b, c = rng.randint(3, 60), rng.randint(2, 9), rng.randint(3, 15)
-    x = b * c
-    y = a + x
-    ks = _div_pairs(y, 2, 12)
-    if not ks:
+    (name, she), = rng.sample(_NAMES, 1)
+    item = rng.choice(_ITEMS)
+    a, b, k = _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(a, "*", b)
+    each = rng.randint(2, 9)
+    c = k * each - x          # so that x + c splits evenly into k shares of at most 9
+    if c < 2:
         return None
-    k = rng.choice(ks)
-    z = y // k
-    question = (f"{name} has {a} {item}. {she} buys {b} packs of {c} {item}. {she} shares them "
-                f"equally among {k} friends. How many {item} does each friend get?")
-    steps = [f"{she} buys {b}*{c} = {x} {item}.", f"Now {she.lower()} has {a}+{x} = {y}.",
-             f"Each friend gets {y}/{k} = {z}."]
-    return question, steps, z
+    s2, y = _eq(x, "+", c)
+    s3, z = _eq(y, "/", k)
+    return (f"{name} has {a} packs of {b} {item} and {c} more, shared by {k} kids. Each gets?",
+            [s1, s2, s3], z)
 
 
 def _rates(rng: random.Random) -> Draft | None:
     machine, item = rng.choice(_MACHINES), rng.choice(_MADE)
-    r, h1, h2 = rng.randint(4, 60), rng.randint(2, 9), rng.randint(2, 9)
-    x, y = r * h1, r * h2
-    z = x + y
-    question = (f"A {machine} makes {r} {item} an hour. It works {h1} hours on Monday and "
-                f"{h2} hours on Tuesday.")
-    steps = [f"Monday: {r}*{h1} = {x}.", f"Tuesday: {r}*{h2} = {y}.", f"In all it makes {x}+{y} = {z}."]
-    bad = rng.randint(2, 30)
-    if bad < z and rng.random() < 0.5:
-        steps.append(f"Good ones: {z}-{bad} = {z - bad}.")
-        return f"{question} {bad} {item} are broken. How many good {item} are made?", steps, z - bad
-    return f"{question} How many {item} does it make?", steps, z
+    r, h1, h2 = _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(r, "*", h1)
+    s2, y = _eq(r, "*", h2)
+    s3, z = _eq(x, "+", y)
+    if z > 99:
+        return None
+    return f"A {machine} makes {r} {item} an hour for {h1} hours, then {h2} hours. Total?", [s1, s2, s3], z
 
 
 def _ages(rng: random.Random) -> Draft | None:
-    (a_name, _), (b_name, _), (c_name, _) = _names(rng, 3)
-    a, d, m, k = rng.randint(3, 40), rng.randint(2, 30), rng.randint(2, 4), rng.randint(2, 20)
-    x = a + d
-    y = m * x
-    times = {2: "twice", 3: "three times", 4: "four times"}[m]
-    question = (f"{a_name} is {a} years old. {b_name} is {d} years older than {a_name}. "
-                f"{c_name} is {times} as old as {b_name}.")
-    steps = [f"{b_name} is {a}+{d} = {x} years old.", f"{c_name} is {m}*{x} = {y} years old."]
-    if rng.random() < 0.5:
-        steps.append(f"In {k} years {c_name} will be {y}+{k} = {y + k}.")
-        return f"{question} How old will {c_name} be in {k} years?", steps, y + k
-    s = a + x
-    steps += [f"{a_name} and {b_name}: {a}+{x} = {s}.", f"All three: {s}+{y} = {s + y}."]
-    return f"{question} What is the sum of their ages?", steps, s + y
+    (a_name, _), (b_name, _), (c_name, _) = rng.sample(_NAMES, 3)
+    a, d, m = rng.randint(2, 7), rng.randint(2, 7), _digit(rng)
+    s1, x = _eq(a, "+", d)
+    if x > 9:
+        return None
+    s2, y = _eq(m, "*", x)
+    k = rng.randint(2, 30)
+    s3, z = _eq(y, "+", k)
+    if z > 99:
+        return None
+    return (f"{a_name} is {a}. {b_name} is {d} years older. {c_name} is {m} times {b_name}. "
+            f"{c_name} in {k} years?", [s1, s2, s3], z)
 
 
 def _saving(rng: random.Random) -> Draft | None:
-    (name, she), = _names(rng, 1)
-    thing = rng.choice(_SAVED)
-    s, w = rng.randint(3, 40), rng.randint(2, 9)
-    x = s * w
-    c = rng.randint(5, 99)
-    if c > x:
+    (name, she), = rng.sample(_NAMES, 1)
+    s, w = _digit(rng), _digit(rng)
+    s1, x = _eq(s, "*", w)
+    c = rng.randint(2, x - 1)
+    s2, y = _eq(x, "-", c)
+    g = rng.randint(2, 40)
+    s3, z = _eq(y, "+", g)
+    if z > 99:
         return None
-    g = rng.randint(5, 50)
-    his, him = ("her", "her") if she == "She" else ("his", "him")
-    question = (f"{name} saves ${s} a week for {w} weeks. {she} spends ${c} on a {thing}. "
-                f"Then {his} aunt gives {him} ${g}. How much money does {name} have now?")
-    steps = [f"{she} saves {s}*{w} = {x} dollars.", f"After the {thing}: {x}-{c} = {x - c}.",
-             f"Now {she.lower()} has {x - c}+{g} = {x - c + g} dollars."]
-    return question, steps, x - c + g
+    return (f"{name} saves ${s} a week for {w} weeks, spends ${c}, gets ${g}. How much now?",
+            [s1, s2, s3], z)
 
 
 def _travel(rng: random.Random) -> Draft | None:
     vehicle = rng.choice(_VEHICLES)
-    v1, h1, v2, h2 = rng.randint(10, 90), rng.randint(2, 9), rng.randint(10, 90), rng.randint(2, 9)
-    x, y = v1 * h1, v2 * h2
-    question = (f"A {vehicle} goes {v1} miles an hour for {h1} hours, then {v2} miles an hour "
-                f"for {h2} hours.")
-    steps = [f"First it goes {v1}*{h1} = {x} miles.", f"Then it goes {v2}*{h2} = {y} miles."]
-    if rng.random() < 0.5:
-        steps.append(f"In all it goes {x}+{y} = {x + y} miles.")
-        return f"{question} How many miles does it go in all?", steps, x + y
-    if x == y:
+    h1, v1, h2, v2 = _digit(rng), _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(h1, "*", v1)
+    s2, y = _eq(h2, "*", v2)
+    s3, z = _eq(x, "+", y)
+    if z > 99:
         return None
-    hi, lo = max(x, y), min(x, y)
-    which = "first" if x > y else "second"
-    steps.append(f"That is {hi}-{lo} = {hi - lo} more miles.")
-    return f"{question} How many more miles does it go in the {which} part?", steps, hi - lo
-
-
-def _baking(rng: random.Random) -> Draft | None:
-    (name, she), = _names(rng, 1)
-    food = rng.choice(_BAKED)
-    a, b, c = rng.randint(2, 9), rng.randint(4, 24), rng.randint(1, 20)
-    x = a * b
-    y = x - c
-    if y <= 0:
-        return None
-    ks = _div_pairs(y, 2, 6)
-    if not ks:
-        return None
-    k = rng.choice(ks)
-    question = (f"{name} bakes {a} trays of {b} {food}. {she} eats {c} of them and packs the rest "
-                f"into {k} equal boxes. How many {food} are in each box?")
-    steps = [f"{a}*{b} = {x} baked.", f"{x}-{c} = {y} left.", f"{y}/{k} = {y // k} per box."]
-    return question, steps, y // k
+    return f"A {vehicle} goes {h1} hours at {v1} mph and {h2} hours at {v2} mph. How far?", [s1, s2, s3], z
 
 
 def _garden(rng: random.Random) -> Draft | None:
     plant = rng.choice(_PLANTS)
-    r, c, d = rng.randint(2, 12), rng.randint(3, 25), rng.randint(1, 30)
-    x = r * c
-    if d >= x:
+    r, c = _digit(rng), _digit(rng)
+    s1, x = _eq(r, "*", c)
+    d = rng.randint(1, x - 1)
+    s2, y = _eq(x, "-", d)
+    n = rng.randint(2, 40)
+    s3, z = _eq(y, "+", n)
+    if z > 99:
         return None
-    y = x - d
-    price = rng.randint(2, 9)
-    question = (f"A garden has {r} rows of {c} {plant}. {d} of them die. The rest are sold at "
-                f"${price} each. How much money does the garden make?")
-    steps = [f"{r}*{c} = {x} {plant}.", f"{x}-{d} = {y} alive.", f"{y}*{price} = {y * price} dollars."]
-    if y > 99:   # keep every product one small factor times a number below 100
-        return None
-    return question, steps, y * price
-
-
-def _collection(rng: random.Random) -> Draft | None:
-    (a_name, _), (b_name, _), (c_name, _) = _names(rng, 3)
-    item = rng.choice(_COLLECTED)
-    a, k, d = rng.randint(3, 60), rng.randint(2, 5), rng.randint(1, 40)
-    x = k * a
-    if d >= x:
-        return None
-    y = x - d
-    times = {2: "twice", 3: "3 times", 4: "4 times", 5: "5 times"}[k]
-    question = (f"{a_name} has {a} {item}. {b_name} has {times} as many. {c_name} has {d} fewer "
-                f"than {b_name}. How many {item} do they have together?")
-    s = a + x
-    steps = [f"{b_name} has {k}*{a} = {x}.", f"{c_name} has {x}-{d} = {y}.",
-             f"{a_name} and {b_name} have {a}+{x} = {s}.", f"All three have {s}+{y} = {s + y}."]
-    return question, steps, s + y
+    return f"A garden has {r} rows of {c} {plant}. {d} die, {n} are planted. How many now?", [s1, s2, s3], z
 
 
 TEMPLATES: dict[str, Callable[[random.Random], Draft | None]] = {
-    "shopping": _shopping, "sharing": _sharing, "rates": _rates, "ages": _ages, "saving": _saving,
-    "travel": _travel, "baking": _baking, "garden": _garden, "collection": _collection,
+    "shopping": _shopping, "leftover": _leftover, "sharing": _sharing, "rates": _rates, "ages": _ages,
+    "saving": _saving, "travel": _travel, "garden": _garden,
 }
 
 
@@ -244,9 +197,9 @@ def make_problem(rng: random.Random) -> dict:
         if draft is None:
             continue
         question, steps, final = draft
-        assert final >= 0
+        assert 0 <= final <= 99
         answer = "\n".join(steps) + f"\n#### {final}"
-        if len(answer) > MAX_ANSWER_CHARS:
+        if len(question) > MAX_QUESTION_CHARS or not MIN_ANSWER_CHARS <= len(answer) <= MAX_ANSWER_CHARS:
             continue
         return {"template": kind, "question": question, "answer": answer, "final": str(final)}
 

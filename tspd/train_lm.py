@@ -10,23 +10,33 @@ each weighted by ``1/t``, summed and divided by the answer-region length, averag
 
 Batches are left-padded with the pad token and carry an attention mask and ``position_ids =
 cumsum(mask) - 1``: exactly how :func:`tspd.generate.generate` batches prompts at inference.
+The times ``t`` of a batch are stratified (one draw in each of ``B`` equal slices of ``(eps, 1]``, in a
+random order), which keeps the expectation and lowers the variance of the 1/t-weighted loss.
 Optimiser: AdamW, linear warmup then cosine decay (over steps, or over wall time with ``--minutes``),
 gradient clipping at 1.0, bf16 autocast on CUDA and fp32 on CPU, optional ``torch.compile``.
 
+``--resume`` continues an interrupted run from its last saved state (``train_state.pt``: fp32
+weights, optimiser, step, elapsed time, learning curve), on the same data stream and schedule.
+``--eval-minutes`` scores the model on held-out problems every few minutes of training (the learning
+curve, ``eval_log.csv``); evaluation time does not count against ``--minutes``.
+
 Outputs in ``--out``: ``config.json`` + ``model.safetensors`` (bf16, rewritten every few minutes so an
-interrupted run leaves a valid checkpoint), the character tokenizer, ``train_log.csv`` and
-``TRAINING.md`` (command, revision, device, wall time, loss and held-out accuracy).
+interrupted run leaves a valid checkpoint), the character tokenizer, ``train_log.csv``,
+``eval_log.csv`` and ``TRAINING.md`` (command, revision, device, wall time, loss, learning curve and
+the held-out accuracy of 1 token per step against parallel decoding: the sweep of :data:`SWEEP`).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import os
 import platform
 import queue
 import shlex
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -44,19 +54,24 @@ from .model import LLaDAModelLM
 
 GPU_COMMAND = ("python -m tspd train-lm --out tspd/zoo/tiny-arith --device cuda --compile --minutes 8 "
                "--d-model 256 --n-layers 6 --n-heads 4 --mlp-hidden 704 --batch-size 256")
+STATE = "train_state.pt"   # resumable training state beside the checkpoint (not shipped)
+# The final evaluation: 1 token per step, then what parallel decoding costs (Sec. 1: committing several
+# tokens per step loses accuracy). (policy, threshold, tokens per step).
+SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.8, 0.7, 0.5)] + \
+        [("vanilla", None, k) for k in (2, 4, 8)]
 
 
 @dataclass
 class TrainConfig:
     out: str
-    d_model: int = 256
-    n_layers: int = 6
+    d_model: int = 128
+    n_layers: int = 4
     n_heads: int = 4
-    mlp_hidden: int = 704          # SwiGLU width; 2.75 x d_model gives ~4.8M parameters at d=256, 6 layers
-    gen_length: int = 128          # answer region = the inference generation window
-    block_length: int = 32         # only used for evaluation (semi-AR blocks)
-    batch_size: int = 256
-    lr: float = 1e-3
+    mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
+    gen_length: int = arith.GEN_LENGTH      # answer region = the inference generation window
+    block_length: int = arith.BLOCK_LENGTH  # only used for evaluation (semi-AR blocks)
+    batch_size: int = 64
+    lr: float = 3e-3
     min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
     warmup_frac: float = 0.03      # of the run (steps or minutes)
     weight_decay: float = 0.1      # on matrices only, not on norms and embeddings
@@ -67,13 +82,15 @@ class TrainConfig:
     compile: bool = False
     seed: int = 0
     eval_every: int = 0            # steps between in-training evaluations (0 = never)
+    eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
     eval_n: int = 200              # test problems for in-training evaluations
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
     eval_batch: int = 500          # prompts per generate() call
     save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
     log_every: int = 25
-    prompt_multiple: int = 32      # prompt width rounded up to this: few distinct shapes for compile
+    prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile
     threads: int | None = None     # torch CPU threads (None = torch's default)
+    resume: bool = False           # continue from --out's train_state.pt (same data stream and schedule)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -180,9 +197,11 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
 class BatchStream:
     """Training batches from :func:`tspd.arith.iter_train`, built ahead in a background thread."""
 
-    def __init__(self, tokenizer, cfg: TrainConfig, prefetch: int = 4):
+    def __init__(self, tokenizer, cfg: TrainConfig, prefetch: int = 4, skip_batches: int = 0):
         self.tokenizer, self.cfg = tokenizer, cfg
         self.problems = arith.iter_train(cfg.seed)
+        for _ in range(skip_batches * cfg.batch_size):   # a resumed run continues the same stream
+            next(self.problems)
         self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._fill, daemon=True)
@@ -227,12 +246,19 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
     ids, P = batch.input_ids, batch.prompt_width
     answer = ids[:, P:]
     B, L = answer.shape
-    t = eps + (1 - eps) * torch.rand(B, 1, device=ids.device, generator=generator)   # t in (eps, 1]
+    t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
     masked = torch.rand(B, L, device=ids.device, generator=generator) < t
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
     logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
     ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
     return ((ce * masked / t).sum(-1) / L).mean()
+
+
+def stratified_uniform(n: int, device, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``[n, 1]`` draws in [0, 1), one in each slice [i/n, (i+1)/n), shuffled: uniform marginals, less variance."""
+    u = torch.rand(n, device=device, generator=generator)
+    order = torch.randperm(n, device=device, generator=generator)
+    return ((order + u) / n).unsqueeze(1)
 
 
 def lr_factor(progress: float, warmup_frac: float, min_lr_frac: float) -> float:
@@ -269,12 +295,12 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
                        threshold=threshold)
         correct += sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
         nfe.append(out.nfe)
-    return {"policy": policy, "threshold": threshold, "n": len(problems), "correct": correct,
+    return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
             "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0}
 
 
 def final_evaluation(out: Path, cfg: TrainConfig, log) -> list[dict]:
-    """Reload the saved checkpoint and score it: 1 token per step, then Fast-dLLM threshold 0.9."""
+    """Reload the saved checkpoint and score it with every decoding of :data:`SWEEP`."""
     from .loading import load_model
 
     if cfg.final_eval_n <= 0:
@@ -282,15 +308,17 @@ def final_evaluation(out: Path, cfg: TrainConfig, log) -> list[dict]:
     model = load_model(out, device=cfg.device)
     problems = arith.load_split("test", min(cfg.final_eval_n, arith.SPLIT_SIZES["test"]))
     results = []
-    for policy, threshold in (("vanilla", None), ("fast-dllm", 0.9)):
+    for policy, threshold, per_step in SWEEP:
         t0 = time.time()
+        steps = cfg.gen_length // per_step if per_step else cfg.gen_length
         try:
-            r = evaluate(model, problems, cfg.gen_length, cfg.block_length, cfg.gen_length, policy,
+            r = evaluate(model, problems, cfg.gen_length, cfg.block_length, steps, policy,
                          threshold, cfg.eval_batch)
         except Exception as e:   # a decoding policy that is missing or broken must not lose the checkpoint
             r = {"policy": policy, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
+        r["tokens_per_step"] = per_step
         r["seconds"] = round(time.time() - t0, 1)
-        log(f"eval {policy} threshold={threshold}: " +
+        log(f"eval {policy} threshold={threshold} tokens/step={per_step}: " +
             (f"{r['accuracy']:.1%} of {r['n']} (nfe {r['nfe']}, {r['seconds']} s)" if "accuracy" in r else r["error"]))
         results.append(r)
     return results
@@ -317,6 +345,39 @@ def device_name(device: torch.device) -> str:
     return f"CPU {platform.processor() or platform.machine()} ({torch.get_num_threads()} threads)"
 
 
+def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score 95 % interval of a proportion (Wilson, 1927): honest near 0 and 1, unlike +-1.96 SE."""
+    if n == 0:
+        return 0.0, 1.0
+    p = correct / n
+    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
+
+
+def _decoding_name(r: dict) -> str:
+    if r["policy"] == "vanilla":
+        k = r.get("tokens_per_step") or 1
+        return "1 token per step (vanilla)" if k == 1 else f"{k} tokens per step (vanilla, fixed schedule)"
+    return f"{r['policy']}, confidence threshold {r['threshold']}"
+
+
+def sweep_table(evals: list[dict]) -> list[str]:
+    """Markdown rows: accuracy with its 95 % interval, change against 1 token per step, forwards."""
+    base = next((r for r in evals if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
+                 and "accuracy" in r), None)
+    rows = ["| decoding | accuracy (95 % interval) | vs 1 token/step (points) | n | forwards (batch max) |",
+            "|---|---|---|---|---|"]
+    for r in evals:
+        if "accuracy" not in r:
+            rows.append(f"| {_decoding_name(r)} | not measured: {r['error']} | | {r['n']} | |")
+            continue
+        lo, hi = wilson(r["correct"], r["n"])
+        delta = f"{100 * (r['accuracy'] - base['accuracy']):+.1f}" if base and r is not base else ""
+        rows.append(f"| {_decoding_name(r)} | {r['accuracy']:.1%} ({r['correct']}/{r['n']}; "
+                    f"{lo:.1%}-{hi:.1%}) | {delta} | {r['n']} | {r['nfe']} |")
+    return rows
+
+
 def write_training_md(out: Path, info: dict) -> None:
     lines = ["# tiny-arith: training record", "",
              "Embedded masked diffusion LM (LLaDA architecture) trained with the LLaDA SFT objective on "
@@ -329,23 +390,23 @@ def write_training_md(out: Path, info: dict) -> None:
              f"- parameters: {info['params']:,}",
              f"- steps: {info['step']} (batch {info['batch_size']}, {info['tokens']:,} sequence positions)",
              f"- wall time of training: {info['train_seconds'] / 60:.1f} min "
-             f"({info['tokens_per_s']:,.0f} positions/s)",
+             f"({info['tokens_per_s']:,.0f} positions/s; in-training evaluations excluded)",
              f"- final loss (mean of the last {info['loss_window']} steps): {info['loss']:.4f}", ""]
+    if info.get("resumes"):
+        lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
+    if info.get("curve"):
+        lines += ["## Learning curve (held-out, 1 token per step)", "",
+                  "| step | training minutes | loss | accuracy | n |", "|---|---|---|---|---|"]
+        lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} |"
+                  for c in info["curve"]]
+        lines.append("")
     if info.get("evals"):
         lines += ["## Held-out accuracy (`tspd.arith` test split, gen_length "
-                  f"{info['gen_length']}, block_length {info['block_length']})", "",
-                  "| decoding | accuracy | n | forwards (batch max) |", "|---|---|---|---|"]
-        for r in info["evals"]:
-            name = "1 token per step (vanilla, steps = gen_length)" if r["policy"] == "vanilla" \
-                else f"{r['policy']}, threshold {r['threshold']}"
-            if "accuracy" in r:
-                lines.append(f"| {name} | {r['accuracy']:.1%} ({r['correct']}/{r['n']}) | {r['n']} | {r['nfe']} |")
-            else:
-                lines.append(f"| {name} | not measured: {r['error']} | {r['n']} | |")
+                  f"{info['gen_length']}, block_length {info['block_length']})", ""]
+        lines += sweep_table(info["evals"])
         lines.append("")
-    lines += ["## How to make the real checkpoint", "",
-              "On one GPU (an H100 trains this config to high accuracy in minutes; see "
-              "`/work/shared/notes/embedded_model_facts.md` for measured numbers):", "",
+    lines += ["## On a GPU", "",
+              "A larger model trains in minutes on one GPU (not needed: the checkpoint above is the CPU run):", "",
               f"    {GPU_COMMAND}", "",
               "It rewrites this directory (weights in bf16, tokenizer, this file).", ""]
     (out / "TRAINING.md").write_text("\n".join(lines))
@@ -360,6 +421,14 @@ def save_checkpoint(model: LLaDAModelLM, out: Path) -> None:
             os.chmod(out / name, 0o644)   # the temporary directory's files are private
 
 
+def save_state(out: Path, model, opt, info: dict, gen: torch.Generator) -> None:
+    """Everything ``--resume`` needs, written atomically: fp32 weights, optimiser, counters, curve."""
+    tmp = out / (STATE + ".tmp")
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "info": info,
+                "gen": gen.get_state(), "torch_rng": torch.get_rng_state()}, tmp)
+    os.replace(tmp, out / STATE)
+
+
 # ----------------------------------------------------------------------------------------------
 # Main loop
 # ----------------------------------------------------------------------------------------------
@@ -367,6 +436,8 @@ def train(cfg: TrainConfig, log=print) -> dict:
     """Train, checkpoint every ``save_minutes``, save, then evaluate; returns the TRAINING.md record."""
     if cfg.minutes is None and cfg.max_steps is None:
         raise ValueError("give --minutes or --max-steps")
+    if cfg.resume and not (Path(cfg.out) / STATE).is_file():
+        raise ValueError(f"--resume: no {STATE} in {cfg.out} (start the run without --resume)")
     threads = torch.get_num_threads()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -392,21 +463,37 @@ def _train(cfg: TrainConfig, log) -> dict:
     mask_id = model.special.mask
     params = count_parameters(model)
     log(f"model: {params:,} parameters; device {device_name(device)}; torch {torch.__version__}")
-    step_fn = torch.compile(model) if cfg.compile else model
     opt = make_optimizer(model, cfg, fused=device.type == "cuda")
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    stream = BatchStream(tokenizer, cfg)
     info = {"status": "in progress", "command": command_line(cfg), "git": git_revision(),
             "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
             "tokens": 0, "train_seconds": 0.0, "tokens_per_s": 0.0, "loss": float("nan"), "loss_window": 0,
-            "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": []}
-    csv_file = (out / "train_log.csv").open("w", newline="")
-    writer = csv.writer(csv_file)
-    writer.writerow(["step", "minutes", "lr", "loss", "positions_per_s"])
-    recent: list[float] = []
-    t_start = last_save = last_log = time.time()
-    tokens = tokens_at_log = 0
-    step, progress = 0, 0.0
+            "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": [], "curve": [],
+            "recent": [], "resumes": 0}
+    if cfg.resume:
+        state = torch.load(out / STATE, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        gen.set_state(state["gen"])
+        torch.set_rng_state(state["torch_rng"])
+        info.update({k: state["info"][k] for k in ("step", "tokens", "train_seconds", "curve", "recent", "resumes")})
+        info.update(command=state["info"]["command"], resumes=info["resumes"] + 1,
+                    resumed_by=command_line(cfg), git=git_revision())
+        log(f"resumed at step {info['step']} ({info['train_seconds'] / 60:.1f} min of training)")
+    step_fn = torch.compile(model) if cfg.compile else model
+    step, tokens, recent = info["step"], info["tokens"], info["recent"]
+    stream = BatchStream(tokenizer, cfg, skip_batches=step)
+    mode = "a" if cfg.resume else "w"
+    csv_file, eval_file = (out / "train_log.csv").open(mode, newline=""), (out / "eval_log.csv").open(mode, newline="")
+    writer, eval_writer = csv.writer(csv_file), csv.writer(eval_file)
+    if not cfg.resume:
+        writer.writerow(["step", "minutes", "lr", "loss", "positions_per_s"])
+        eval_writer.writerow(["step", "minutes", "loss", "accuracy", "n"])
+    t_start = time.time() - info["train_seconds"]     # training time so far (evaluations excluded)
+    last_save = last_log = time.time()
+    last_eval = info["curve"][-1]["minutes"] * 60 if info["curve"] else 0.0
+    tokens_at_log = tokens
+    progress = 0.0
     try:
         while progress < 1.0:
             elapsed = time.time() - t_start
@@ -427,7 +514,7 @@ def _train(cfg: TrainConfig, log) -> dict:
             step += 1
             tokens += batch.input_ids.numel()
             recent.append(loss.item())
-            recent = recent[-100:]
+            del recent[:-100]
             now = time.time()
             if step % cfg.log_every == 0 or step == 1 or now - last_log > 60:
                 rate = (tokens - tokens_at_log) / max(now - last_log, 1e-9)
@@ -436,51 +523,61 @@ def _train(cfg: TrainConfig, log) -> dict:
                 writer.writerow([step, round((now - t_start) / 60, 3), f"{lr:.3e}", f"{recent[-1]:.4f}", round(rate)])
                 csv_file.flush()
                 last_log, tokens_at_log = now, tokens
-            if cfg.eval_every and step % cfg.eval_every == 0:
+            due = (cfg.eval_every and step % cfg.eval_every == 0) or \
+                (cfg.eval_minutes and now - t_start - last_eval >= 60 * cfg.eval_minutes)
+            if due:
+                last_eval = now - t_start
                 model.eval()
                 with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
                     r = evaluate(model, arith.load_split("test", cfg.eval_n), cfg.gen_length,
                                  cfg.block_length, batch=cfg.eval_batch)
                 model.train()
+                point = {"step": step, "minutes": round(last_eval / 60, 2), "accuracy": r["accuracy"],
+                         "n": r["n"], "loss": sum(recent[-50:]) / len(recent[-50:])}
+                info["curve"].append(point)
+                eval_writer.writerow([step, point["minutes"], round(point["loss"], 4), r["accuracy"], r["n"]])
+                eval_file.flush()
                 log(f"step {step:6d} | eval 1 token/step: {r['accuracy']:.1%} of {r['n']}")
                 t_start += time.time() - now   # evaluation time does not count against --minutes
-            if now - last_save > 60 * cfg.save_minutes:
-                _record(model, out, info, step, tokens, now - t_start, recent)
-                last_save = now
+            if time.time() - last_save > 60 * cfg.save_minutes:
+                _record(model, opt, gen, out, info, step, tokens, time.time() - t_start, recent)
+                last_save = time.time()
     finally:
         stream.close()
         csv_file.close()
+        eval_file.close()
     train_seconds = time.time() - t_start
-    _record(model, out, info, step, tokens, train_seconds, recent)
+    _record(model, opt, gen, out, info, step, tokens, train_seconds, recent)
     log(f"trained {step} steps in {train_seconds / 60:.1f} min; final loss {info['loss']:.4f}; saved to {out}")
     info["status"] = "finished training; evaluating"
     write_training_md(out, info)
     info["evals"] = final_evaluation(out, cfg, log)
     info["status"] = "finished"
     write_training_md(out, info)
+    (out / "evals.json").write_text(json.dumps(info["evals"], indent=1) + "\n")
     return info
 
 
-def _record(model, out: Path, info: dict, step: int, tokens: int, seconds: float, recent: list[float]) -> None:
+def _record(model, opt, gen, out: Path, info: dict, step: int, tokens: int, seconds: float,
+            recent: list[float]) -> None:
     save_checkpoint(model, out)
     window = recent[-50:]
     info.update(step=step, tokens=tokens, train_seconds=seconds, tokens_per_s=tokens / max(seconds, 1e-9),
-                loss=sum(window) / max(len(window), 1), loss_window=len(window))
+                loss=sum(window) / max(len(window), 1), loss_window=len(window), recent=recent)
+    save_state(out, model, opt, info, gen)
     write_training_md(out, info)
 
 
 def eval_only(cfg: TrainConfig, log=print) -> list[dict]:
-    """Score an existing checkpoint and append the table to its TRAINING.md."""
+    """Score an existing checkpoint and append the table to its TRAINING.md (and ``evals.json``)."""
     out = Path(cfg.out)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     evals = final_evaluation(out, cfg, log)
     with (out / "TRAINING.md").open("a") as f:
         f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision()}, "
-                f"{device_name(torch.device(cfg.device))})\n\n| decoding | accuracy | n | forwards |\n|---|---|---|---|\n")
-        for r in evals:
-            acc = f"{r['accuracy']:.1%} ({r['correct']}/{r['n']})" if "accuracy" in r else r["error"]
-            f.write(f"| {r['policy']} threshold={r['threshold']} | {acc} | {r['n']} | {r.get('nfe', '')} |\n")
+                f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
+    (out / "evals.json").write_text(json.dumps(evals, indent=1) + "\n")
     return evals
 
 
@@ -489,7 +586,11 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "eval_only", False):
         eval_only(cfg)
         return 0
-    train(cfg, log=lambda s: print(s, flush=True))
+    try:
+        train(cfg, log=lambda s: print(s, flush=True))
+    except ValueError as e:   # bad options: one line, no traceback
+        print(f"train-lm: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
