@@ -31,6 +31,7 @@ from tspd import arith, load_model                                # noqa: E402
 from tspd.controllers import Controller, make_controller         # noqa: E402
 from tspd.extrapolate import make_extrapolator                    # noqa: E402
 from tspd.generate import generate                                # noqa: E402
+from tspd.loading import decode_lengths                          # noqa: E402
 
 CONTROLLERS = {                      # row name -> (policy, kwargs): each method's default setting
     "vanilla": ("vanilla", {}),
@@ -196,8 +197,8 @@ def main() -> int:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--model", default="tiny-arith")
     ap.add_argument("--n", type=int, default=500, help="held-out arith test problems")
-    ap.add_argument("--gen-length", type=int, default=128)
-    ap.add_argument("--block-length", type=int, default=32)
+    ap.add_argument("--gen-length", type=int, default=None, help="default: the checkpoint's own")
+    ap.add_argument("--block-length", type=int, default=None, help="default: the checkpoint's own")
     ap.add_argument("--batch-size", type=int, default=1, help="1 = the paper's setting (Appendix A.1)")
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
     ap.add_argument("--caches", default=",".join(CACHES))
@@ -211,6 +212,8 @@ def main() -> int:
     samples = out.with_suffix(".samples.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     model = load_model(args.model)
+    own = decode_lengths(model)
+    args.gen_length, args.block_length = args.gen_length or own[0], args.block_length or own[1]
     problems = arith.load_split("test", args.n)
     ids = [p["id"] for p in problems]
     done = load_done(samples)

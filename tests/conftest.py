@@ -1,10 +1,24 @@
 """Shared fixtures: tiny random LLaDA models built in memory (no files, no network)."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
 from tspd import LLaDAConfig, LLaDAModelLM, SpecialTokens
+from tspd.tasks import data as task_data
+
+# The benchmark data: ../shared/data (or $TSPD_DATA_DIR) when present, else the few rows of each
+# benchmark vendored under tests/data, so the harness tests always run.
+FIXTURE_DATA = Path(__file__).resolve().parent / "data"
+FULL_DATA = (task_data.default_data_dir() / "gsm8k" / "test.jsonl").is_file()
+if not FULL_DATA:
+    os.environ[task_data.ENV_VAR] = str(FIXTURE_DATA)
+# test-split sizes of the full data and of the rows vendored in tests/data
+FULL_SIZES = {"gsm8k": 1319, "math": 5000, "math500": 500, "humaneval": 164, "mbpp": 500, "arith": 500}
+SIZES = FULL_SIZES if FULL_DATA else {"gsm8k": 40, "math": 6, "math500": 6, "humaneval": 6, "mbpp": 7, "arith": 500}
 
 # Tiny models run fastest on one thread, and several test processes may share the cores.
 torch.set_num_threads(1)

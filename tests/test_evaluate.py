@@ -18,12 +18,10 @@ from tspd import evaluate
 from tspd.cli import main as cli
 from tspd.loading import SpecialTokens
 from tspd.tasks import get_task
-from tspd.tasks.data import default_data_dir
+from conftest import SIZES
 
 REPO = Path(__file__).resolve().parents[1]
 slow = pytest.mark.skipif(not os.environ.get("TSPD_SLOW"), reason="full reference run; set TSPD_SLOW=1")
-pytestmark = pytest.mark.skipif(not (default_data_dir() / "gsm8k" / "test.jsonl").is_file(),
-                                reason=f"evaluation data not found in {default_data_dir()}")
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -45,28 +43,30 @@ def failing(tmp_path: Path, task: str) -> dict:
 # ---- reference runs: the harness scores the data sets' own solutions ---------------------------
 def test_reference_gsm8k_full(tmp_path):
     s = eval_reference(tmp_path, "gsm8k")
-    assert (s["n"], s["correct"]) == (1319, 1319) and s["accuracy_strict"] == 1.0
+    assert (s["n"], s["correct"]) == (SIZES["gsm8k"],) * 2 and s["accuracy_strict"] == 1.0
     assert s["nfe_mean"] == 0 and s["tps"] is None
 
 
 def test_reference_math500_full(tmp_path):
     s = eval_reference(tmp_path, "math500")
-    assert (s["n"], s["correct"]) == (500, 500), failing(tmp_path, "math500")
+    assert (s["n"], s["correct"]) == (SIZES["math500"],) * 2, failing(tmp_path, "math500")
 
 
 def test_reference_humaneval_full(tmp_path):
     s = eval_reference(tmp_path, "humaneval")
-    assert (s["n"], s["correct"]) == (164, 164), failing(tmp_path, "humaneval")
+    assert (s["n"], s["correct"]) == (SIZES["humaneval"],) * 2, failing(tmp_path, "humaneval")
 
 
 def test_reference_mbpp_subset(tmp_path):
     s = eval_reference(tmp_path, "mbpp", "--limit", "40")
-    assert (s["n"], s["correct"]) == (40, 40), failing(tmp_path, "mbpp")
+    n = min(40, SIZES["mbpp"])
+    assert (s["n"], s["correct"]) == (n, n), failing(tmp_path, "mbpp")
 
 
 def test_reference_math_subset(tmp_path):
     s = eval_reference(tmp_path, "math", "--limit", "300")
-    assert (s["n"], s["correct"]) == (300, 300), failing(tmp_path, "math")
+    n = min(300, SIZES["math"])
+    assert (s["n"], s["correct"]) == (n, n), failing(tmp_path, "math")
 
 
 @slow
@@ -138,12 +138,12 @@ def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
     calls = install_fake(monkeypatch, gsm8k_answers())
     out = tmp_path / "run.jsonl"
     assert run_eval(out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--policy", "fast-dllm",
-                    "--policy-arg", "alpha=0.5", "--policy-arg", "mode=greedy", "--cache", "dual") == 0
+                    "--policy-arg", "factor=0.5", "--cache", "dual") == 0
     assert calls[0] == ("load", "fake-model", "cpu", None)
     kwargs = calls[1][2]
     assert kwargs == {"gen_length": 16, "block_length": 8, "steps": None, "policy": "fast-dllm", "ce": False,
                       "cache": "dual", "temperature": 0.0, "threshold": 0.9,
-                      "policy_kwargs": {"alpha": 0.5, "mode": "greedy"}}
+                      "policy_kwargs": {"factor": 0.5}}
     assert [len(c[1]) for c in calls[1:]] == [2, 1]
     assert calls[1][1][0] == get_task("gsm8k").prompt(get_task("gsm8k").samples(1)[0])
     rows = read_rows(out)

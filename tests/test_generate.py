@@ -112,3 +112,14 @@ def test_threshold_policy_uses_fewer_forwards_and_stops_per_block():
     fast = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", threshold=0.3)
     assert fast.nfe < 32 and (fast.token_ids != MASK).all()
     assert all(sum(r) == n for r, n in zip(fast.steps_per_block, fast.nfe_per_sample))
+
+
+def test_lengths_default_to_the_checkpoints_own():
+    """A checkpoint that names its window (config ``tspd_task``) decodes with it unless told otherwise."""
+    from tspd.loading import PAPER_LENGTHS, decode_lengths
+    model = random_model(extra={"tspd_task": {"gen_length": 16, "block_length": 8}})
+    assert decode_lengths(model) == (16, 8)
+    out = generate(model, prompts(2))
+    assert out.token_ids.shape[1] == 16 and out.nfe == 16                  # 1 token per step over 16
+    assert generate(model, prompts(2), gen_length=8).token_ids.shape[1] == 8   # an explicit length wins
+    assert decode_lengths(random_model()) == PAPER_LENGTHS                  # no task: the paper's 256 / 32

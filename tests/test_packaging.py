@@ -6,6 +6,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,3 +36,16 @@ def test_cli_lists_every_command():
     assert out.returncode == 0
     for cmd in ("generate", "eval", "grade", "train-lm", "collect-traces", "train-controller", "bench-step"):
         assert cmd in out.stdout
+
+
+def test_threads_flag_sizes_torchs_pool(monkeypatch):
+    import torch
+
+    from tspd import cli
+    seen = {}
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: seen.setdefault("n", n))
+    monkeypatch.setattr("tspd.generate_cli.main", lambda args: 0)
+    assert cli.main(["generate", "--prompt", "x", "--threads", "1"]) == 0 and seen == {"n": 1}
+    with pytest.raises(SystemExit) as e:
+        cli.main(["generate", "--prompt", "x", "--threads", "0"])
+    assert e.value.code == 2

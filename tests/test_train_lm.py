@@ -10,8 +10,8 @@ import torch
 
 from tspd import arith, load_model
 from tspd.char_tokenizer import build_tokenizer
-from tspd.train_lm import (TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
-                           train)
+from tspd.train_lm import (STATE, TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
+                           stratified_uniform, train, wilson)
 
 # threads=1: tiny matmuls gain nothing from a second thread and stall badly when the CPU is shared
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden=64, threads=1)
@@ -89,7 +89,7 @@ def test_sft_loss_masks_answer_only_and_weights_by_one_over_t(tokenizer):
     assert torch.equal(model.seen[:, P:][unmasked], b.input_ids[:, P:][unmasked])
     # replay the generator: t per row, then the same Bernoulli draws
     g = torch.Generator().manual_seed(0)
-    t = 1e-3 + (1 - 1e-3) * torch.rand(4, 1, generator=g)
+    t = 1e-3 + (1 - 1e-3) * stratified_uniform(4, "cpu", g)
     assert torch.equal(torch.rand(4, 128, generator=g) < t, masked)
     expected = (masked.sum(-1) / t[:, 0] * math.log(len(tokenizer)) / 128).mean()
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
@@ -116,7 +116,8 @@ def test_cli_flags_match_config():
     args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01"])
     cfg = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
     assert (cfg.max_steps, cfg.compile, cfg.lr, cfg.minutes, cfg.device) == (3, True, 0.01, None, "cpu")
-    assert cfg.d_model == 256 and cfg.n_layers == 6 and cfg.n_heads == 4
+    assert cfg.d_model == 128 and cfg.n_layers == 4 and cfg.n_heads == 4 and not cfg.resume
+    assert (cfg.gen_length, cfg.block_length) == (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
 
 
 def test_tiny_training_run_writes_a_loadable_checkpoint(tmp_path):
@@ -159,3 +160,46 @@ def test_evaluate_scores_through_generate(tmp_path):
     model = load_model(out)
     r = evaluate(model, arith.load_split("test", 2), gen_length=128, block_length=32, steps=4)
     assert r["n"] == 2 and 0 <= r["correct"] <= 2 and r["nfe"] == 4
+
+
+def test_stratified_times_fill_every_slice():
+    g = torch.Generator().manual_seed(0)
+    t = stratified_uniform(16, "cpu", g)
+    assert t.shape == (16, 1) and ((t >= 0) & (t < 1)).all()
+    assert sorted((t.squeeze(1) * 16).floor().long().tolist()) == list(range(16))   # one draw per slice
+    assert not torch.equal(t.squeeze(1).argsort(), torch.arange(16))                  # in a random order
+
+
+def test_wilson_interval():
+    lo, hi = wilson(95, 100)
+    assert 0.88 < lo < 0.95 < hi < 0.98
+    assert wilson(0, 50)[0] == 0.0 and 0 < wilson(0, 50)[1] < 0.1
+    assert wilson(50, 50)[1] == pytest.approx(1.0) and wilson(50, 50)[0] > 0.9
+
+
+def test_resume_continues_the_same_run(tmp_path):
+    """6 steps, then --resume to 10, gives the same weights as 10 steps in one go (constant lr)."""
+    common = dict(**TINY, batch_size=4, lr=3e-3, warmup_frac=1e-9, min_lr_frac=1.0, final_eval_n=0, seed=1,
+                  log_every=1)
+    train(TrainConfig(out=str(tmp_path / "once"), max_steps=10, **common), log=lambda s: None)
+    train(TrainConfig(out=str(tmp_path / "twice"), max_steps=6, **common), log=lambda s: None)
+    assert (tmp_path / "twice" / STATE).is_file()
+    info = train(TrainConfig(out=str(tmp_path / "twice"), max_steps=10, resume=True, **common), log=lambda s: None)
+    assert info["step"] == 10 and info["resumes"] == 1
+    a = torch.load(tmp_path / "once" / STATE, weights_only=False)["model"]
+    b = torch.load(tmp_path / "twice" / STATE, weights_only=False)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    rows = list(csv.DictReader((tmp_path / "twice" / "train_log.csv").open()))
+    assert [int(r["step"]) for r in rows][-1] == 10 and len({r["step"] for r in rows}) == len(rows)
+    with pytest.raises(ValueError, match="no train_state"):
+        train(TrainConfig(out=str(tmp_path / "none"), max_steps=2, resume=True, **common), log=lambda s: None)
+
+
+def test_learning_curve_is_recorded(tmp_path):
+    out = tmp_path / "curve"
+    info = train(TrainConfig(out=str(out), **TINY, batch_size=4, max_steps=4, eval_every=2, eval_n=2,
+                             final_eval_n=0), log=lambda s: None)
+    assert [c["step"] for c in info["curve"]] == [2, 4]
+    rows = list(csv.DictReader((out / "eval_log.csv").open()))
+    assert [int(r["step"]) for r in rows] == [2, 4] and all(r["n"] == "2" for r in rows)
+    assert "## Learning curve" in (out / "TRAINING.md").read_text()

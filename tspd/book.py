@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, device_name, run
+from .loading import decode_lengths
 from .reported import ours_label
 
 
@@ -57,6 +58,12 @@ def progress_bar(*args, **kwargs):
     except ImportError:
         from tqdm import tqdm
     return tqdm(*args, **kwargs)
+
+
+def lengths(model: str, gen_length: int | None = None, block_length: int | None = None) -> tuple[int, int]:
+    """A notebook's ``gen_length`` / ``block_length``: the checkpoint's own where None (its config.json)."""
+    own = decode_lengths(model)
+    return gen_length or own[0], block_length or own[1]
 
 
 def setup(device: str = "cpu", threads: int = 0, seed: int = 0) -> str:

@@ -18,6 +18,8 @@ COMMANDS = {
     "train-controller": ("tspd.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
 }
+# Commands that run torch on the CPU take --threads (train-lm has its own, in its TrainConfig).
+THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,12 +33,32 @@ def main(argv: list[str] | None = None) -> int:
         if name == chosen:
             mod = importlib.import_module(module)
             mod.add_arguments(p)
+            if name in THREADED:
+                p.add_argument("--threads", type=int, default=None,
+                               help="torch CPU threads (default: torch's choice, all cores); on a shared "
+                                    "machine give the cores you have to yourself, often 1")
             p.set_defaults(_main=mod.main)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of its one-line message")
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    return int(args._main(args) or 0)
+    if args.command in THREADED and args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be >= 1, got {args.threads}")
+        import torch
+        torch.set_num_threads(args.threads)
+    try:
+        return int(args._main(args) or 0)
+    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
+        if debug:
+            raise
+        # UsageError / CheckpointError / ValueError say what is wrong and how to fix it: one line, exit 2
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

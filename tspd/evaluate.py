@@ -62,13 +62,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fast", action="store_true",
                    help="replay forwards from CUDA graphs (tspd.graphs): same tokens, less host overhead on a GPU; "
                         "graphs are captured again whenever a batch's prompt width changes")
-    p.add_argument("--gen-length", type=int, default=256, help="generated positions L_gen")
-    p.add_argument("--block-length", type=int, default=32, help="semi-autoregressive block width")
+    p.add_argument("--gen-length", type=int, default=None,
+                   help="generated positions L_gen (default: the checkpoint's own; 256 for LLaDA-8B)")
+    p.add_argument("--block-length", type=int, default=None,
+                   help="semi-autoregressive block width (default: the checkpoint's own; 32 for LLaDA-8B)")
     p.add_argument("--steps", type=int, default=None, help="step budget (None: gen length)")
     p.add_argument("--threshold", type=float, default=None, help="confidence threshold of the policy")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (temperature > 0)")
-    p.add_argument("--limit", type=int, default=None, help="first N samples only")
+    p.add_argument("--limit", type=int, default=None, help="first N samples only (0 or unset: all)")
     p.add_argument("--batch-size", type=int, default=1, help="prompts per generate() call")
     p.add_argument("--device", default="cpu", help="torch device of the model")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
@@ -84,6 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        fill_lengths(args)
         summary = run(args)
     except (TaskDataError, ResultsError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -111,6 +114,54 @@ def parse_policy_args(items: list[str]) -> dict:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Every option checked before any weights load or any row is written (tspd.validate)."""
+    from .loading import CheckpointError, read_config, resolve_path
+    from .validate import UsageError, check_controller_files, check_device, check_dtype, check_lengths, check_policy
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit must be >= 0 (0: every sample), got {args.limit}")
+    out = Path(args.out)
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory: give a results file such as {out / 'results.jsonl'}")
+    parent = out.parent if str(out.parent) else Path(".")
+    existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
+    if not existing.is_dir() or not os.access(existing, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UsageError(f"cannot write --out {out}: choose a path in a writable directory")
+    if args.model == REFERENCE:
+        return
+    check_device(args.device)
+    check_dtype(args.dtype)
+    try:   # a directory that is not a checkpoint fails in load_model, which reads config.json before weights
+        path = resolve_path(args.model)
+        config, _ = read_config(path)
+    except CheckpointError:
+        path = config = None
+    trained_on = (getattr(config, "extra", None) or {}).get("tspd_task", {}).get("fingerprint")
+    if args.task == "arith" and trained_on:
+        from . import arith
+        if trained_on != arith.fingerprint():
+            raise UsageError(f"{path} was trained on another version of tspd.arith (task fingerprint "
+                             f"{trained_on}, this code's {arith.fingerprint()}): retrain it with "
+                             f"`python -m tspd train-lm`, or check out the revision it was trained with")
+    check_lengths(args.gen_length, args.block_length, args.steps or args.gen_length)
+    kwargs = parse_policy_args(args.policy_arg)
+    if args.threshold is not None:
+        kwargs["threshold"] = args.threshold
+    check_policy(args.policy, kwargs)
+    check_controller_files(args.model, args.policy, kwargs)
+
+
+def fill_lengths(args: argparse.Namespace) -> None:
+    """``--gen-length`` / ``--block-length`` not given: the checkpoint's own (its config.json, no weights)."""
+    from .loading import PAPER_LENGTHS, decode_lengths
+    if args.gen_length is None or args.block_length is None:
+        own = PAPER_LENGTHS if args.model == REFERENCE else decode_lengths(args.model)
+        args.gen_length = args.gen_length or own[0]
+        args.block_length = args.block_length or own[1]
 
 
 def run_config(args: argparse.Namespace) -> dict:
@@ -284,10 +335,9 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
 
 def run(args: argparse.Namespace) -> dict:
     """Evaluate (resuming ``args.out``) and return the summary (also written next to the out file)."""
-    if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
+    check_args(args)
     task = get_task(args.task, data_dir=args.data_dir, source=args.source)
-    samples = task.samples(args.limit)
+    samples = task.samples(args.limit or None)      # --limit 0 / None: every sample
     config = run_config(args)
     cid = config_id(config)
     shard = Shard.from_env()   # torchrun / accelerate launch: this process's share (tspd.shard)

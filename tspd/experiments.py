@@ -50,7 +50,7 @@ import torch
 
 from . import evaluate
 from .generate import CACHE_MODES, generate
-from .loading import load_model, resolve_path
+from .loading import decode_lengths, load_model, resolve_path
 from .tasks import get_task
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -94,8 +94,8 @@ class RunConfig:
     ce: bool = False                   # Confidence Extrapolation
     ce_kwargs: dict = field(default_factory=dict)
     cache: str = "none"                # none | prefix | dual
-    gen_length: int = 128
-    block_length: int = 32
+    gen_length: int | None = None      # None: the checkpoint's own (tspd.loading.decode_lengths)
+    block_length: int | None = None
     steps: int | None = None
     limit: int | None = None           # first n samples of the test split (not part of the key)
     seed: int = 0
@@ -109,6 +109,10 @@ class RunConfig:
         set_("policy_kwargs", _canonical(self.policy_kwargs, "policy_kwargs"))
         set_("ce", bool(self.ce))
         set_("ce_kwargs", _without_ce_defaults(_canonical(self.ce_kwargs, "ce_kwargs")) if self.ce else {})
+        if self.gen_length is None or self.block_length is None:
+            own = decode_lengths(self.model)
+            set_("gen_length", self.gen_length or own[0])
+            set_("block_length", self.block_length or own[1])
         set_("steps", int(self.gen_length if self.steps is None else self.steps))
         set_("limit", None if not self.limit else int(self.limit))
         set_("device", str(torch.device(self.device)))

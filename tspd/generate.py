@@ -17,12 +17,15 @@ mode are the pluggable pieces; nothing here is specific to one of them.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import torch
 
 from .controllers import Controller, Decision, StepView, make_controller
 from .features import StepStats, TraceState, relative_position, step_stats
+from .loading import decode_lengths
+from .validate import UsageError, check_fits, check_lengths, check_policy, max_positions
 from .schedule import num_transfer_tokens
 
 CACHE_MODES = ("none", "prefix", "dual")
@@ -57,6 +60,7 @@ class Generation:
     steps_per_block: list[list[int]] = field(default_factory=list)  # [B][num_blocks] forwards used
     forward_seconds: float | None = None   # with profile=True: time in model forwards ...
     control_seconds: float | None = None   # ... and in statistics + CE + controller + commit
+    truncated_prompts: int = 0             # prompts left-truncated to fit (truncate_prompt=True)
 
     @property
     def control_overhead(self) -> float | None:
@@ -85,7 +89,7 @@ def _prepare(model, prompts, tokenizer, add_special_tokens: bool):
         tokenizer = tokenizer or getattr(model, "tokenizer", None)
         if tokenizer is None:
             raise ValueError("string prompts need a tokenizer (the model directory has none)")
-        seqs = [tokenizer(p, add_special_tokens=add_special_tokens)["input_ids"] for p in prompts]
+        seqs = [tokenizer(p, add_special_tokens=add_special_tokens, verbose=False)["input_ids"] for p in prompts]
     else:
         seqs = [list(map(int, s)) for s in prompts]
     if any(len(s) == 0 for s in seqs):
@@ -99,15 +103,19 @@ def _prepare(model, prompts, tokenizer, add_special_tokens: bool):
     return ids, mask
 
 
-def _check_lengths(gen_length: int, block_length: int, steps: int) -> int:
-    if gen_length < 1 or block_length < 1:
-        raise ValueError(f"gen_length and block_length must be positive, got {gen_length}, {block_length}")
-    if gen_length % block_length:
-        raise ValueError(f"gen_length={gen_length} is not a multiple of block_length={block_length}")
-    num_blocks = gen_length // block_length
-    if steps < num_blocks or steps % num_blocks:
-        raise ValueError(f"steps={steps} must be a positive multiple of the number of blocks ({num_blocks})")
-    return num_blocks
+def _fit(ids, pmask, gen_length: int, limit: int | None, truncate: bool):
+    """Prompts that fit the model's positions with the window; with ``truncate``, keep their last tokens."""
+    longest = int(pmask.sum(-1).max())
+    if limit is None or longest + gen_length <= limit:
+        return ids, pmask, 0
+    if not truncate:
+        check_fits(longest, gen_length, limit)
+    keep = limit - gen_length
+    if keep < 1:
+        raise UsageError(f"gen_length {gen_length} leaves no room for a prompt in the model's {limit} positions")
+    cut = int((pmask.sum(-1) > keep).sum())
+    warnings.warn(f"{cut} prompt(s) left-truncated to their last {keep} tokens (model positions {limit})")
+    return ids[:, -keep:], pmask[:, -keep:], cut
 
 
 def decode_texts(tokenizer, token_ids: torch.Tensor, stop_ids: list[int]) -> list[str]:
@@ -122,19 +130,21 @@ def decode_texts(tokenizer, token_ids: torch.Tensor, stop_ids: list[int]) -> lis
 
 
 @torch.no_grad()
-def generate(model, prompts, gen_length: int = 128, block_length: int = 32, steps: int | None = None,
+def generate(model, prompts, gen_length: int | None = None, block_length: int | None = None, steps: int | None = None,
              policy: str | Controller = "vanilla", ce=False, cache: str = "none", temperature: float = 0.0,
              tokenizer=None, threshold: float | None = None, policy_kwargs: dict | None = None,
              ce_kwargs: dict | None = None, record_trace: bool = False,
              confidence_dtype: torch.dtype = torch.float32, add_special_tokens: bool = False,
-             seed: int | None = None, profile: bool = False, fast: bool = False) -> Generation:
+             seed: int | None = None, profile: bool = False, fast: bool = False,
+             truncate_prompt: bool = False) -> Generation:
     """Decode ``prompts`` with a masked diffusion LM, block by block (paper Algorithm 1).
 
     Args:
         model: a loaded model (``tspd.load_model``) with ``.special`` token ids and ``.tokenizer``.
         prompts: list of strings (tokenized with ``tokenizer`` / ``model.tokenizer``), list of id lists,
             or a [B, P] id tensor. Batches are left-padded and padding is never attended.
-        gen_length, block_length: generated positions and block width (semi-AR blocks, left to right).
+        gen_length, block_length: generated positions and block width (semi-AR blocks, left to right);
+            None: the checkpoint's own (:func:`tspd.loading.decode_lengths`: its ``tspd_task``, else 256 / 32).
         steps: LLaDA's step budget for the whole generation (default ``gen_length``: 1 token per step);
             the fixed-schedule policy uses exactly ``steps // num_blocks`` forwards per block.
         policy: controller name (``tspd.controllers.REGISTRY``) or a Controller instance.
@@ -148,15 +158,23 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
             each boundary, so leave it off when measuring throughput).
         fast: replay every window forward from a CUDA graph with static buffers (:mod:`tspd.graphs`);
             the same tokens as the eager path. On a CPU the same static-buffer path runs eagerly.
+        truncate_prompt: a prompt that does not fit the model's positions with the window is refused
+            (:class:`tspd.validate.UsageError`); True keeps its last tokens instead, with a warning.
+
+    Bad arguments raise :class:`tspd.validate.UsageError` (a ValueError) before any decoding.
     """
+    if gen_length is None or block_length is None:
+        own = decode_lengths(model)
+        gen_length, block_length = gen_length or own[0], block_length or own[1]
     steps = gen_length if steps is None else steps
-    num_blocks = _check_lengths(gen_length, block_length, steps)
+    num_blocks = check_lengths(gen_length, block_length, steps)
     if cache not in CACHE_MODES:
         raise ValueError(f"cache must be one of {CACHE_MODES}, got {cache!r}")
     steps_per_block = steps // num_blocks
     kwargs = dict(policy_kwargs or {})
     if threshold is not None:
         kwargs["threshold"] = threshold
+    check_policy(policy, kwargs)
     controller = make_controller(policy, **kwargs)
     extrapolator = None
     if ce:
@@ -167,6 +185,7 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
     generator = torch.Generator(device=device).manual_seed(seed) if seed is not None and temperature > 0 else None
     t0 = time.perf_counter()
     ids, pmask = _prepare(model, prompts, tokenizer, add_special_tokens)
+    ids, pmask, truncated = _fit(ids, pmask, gen_length, max_positions(model.config), truncate_prompt)
     B, P = ids.shape
     x = torch.cat([ids, torch.full((B, gen_length), special.mask, dtype=torch.long)], 1).to(device)
     amask = torch.cat([pmask, torch.ones(B, gen_length, dtype=torch.long)], 1).to(device)
@@ -276,7 +295,8 @@ def generate(model, prompts, gen_length: int = 128, block_length: int = 32, step
                       nfe_per_sample=nfe_rows.tolist(), seconds=seconds, prompt_length=P, trace=trace,
                       steps_per_block=block_steps.tolist(),
                       forward_seconds=clock.total.get("forward") if profile else None,
-                      control_seconds=clock.total.get("control") if profile else None)
+                      control_seconds=clock.total.get("control") if profile else None,
+                      truncated_prompts=truncated)
 
 
 class _Clock:

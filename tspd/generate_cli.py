@@ -9,40 +9,85 @@ from .loading import load_model
 def add_arguments(p) -> None:
     p.add_argument("--model", default=None, help="local checkpoint directory or embedded model name (default tiny-arith)")
     p.add_argument("--prompt", required=True, help="prompt text")
-    p.add_argument("--gen-length", type=int, default=128)
-    p.add_argument("--block-length", type=int, default=32)
+    p.add_argument("--gen-length", type=int, default=None,
+                   help="generated positions (default: the checkpoint's own; 256 for LLaDA-8B)")
+    p.add_argument("--block-length", type=int, default=None,
+                   help="semi-autoregressive block width (default: the checkpoint's own; 32 for LLaDA-8B)")
     p.add_argument("--steps", type=int, default=None, help="step budget (default: gen-length, 1 token per step)")
     p.add_argument("--policy", default="vanilla", help="decoding controller (see tspd.controllers.REGISTRY)")
     p.add_argument("--threshold", type=float, default=None, help="confidence threshold for threshold policies")
     p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
-    p.add_argument("--cache", default="none", choices=["none", "prefix", "dual"])
+    p.add_argument("--cache", default="none", choices=["none", "prefix", "dual"], help="KV cache mode (Fast-dLLM)")
     p.add_argument("--fast", action="store_true", help="replay forwards from CUDA graphs (tspd.graphs); same tokens")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--chat", choices=["auto", "yes", "no"], default="auto",
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--seed", type=int, default=None, help="sampling seed (temperature > 0)")
+    p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the prompt in the tokenizer's chat template (auto: if it has one)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="torch device of the model (cpu, cuda, cuda:N)")
     p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default: fp32 on CPU, bf16 on GPU)")
+    p.add_argument("--controller", default=None,
+                   help="trained tspd / learn2pd controller: a directory or weights stem (default: the one in "
+                        "<model>/controllers/), or an embedded model's name to borrow its controller")
+    p.add_argument("--truncate-prompt", action="store_true",
+                   help="keep the last tokens of a prompt too long for the model (default: refuse it)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def format_prompt(tokenizer, text: str, chat: str) -> str:
     """Apply the chat template as LLaDA's own scripts do (one user turn, generation prompt added)."""
     has_template = tokenizer is not None and getattr(tokenizer, "chat_template", None)
-    if chat == "yes" and not has_template:
-        raise SystemExit("error: --chat yes but the tokenizer has no chat template")
-    if chat == "no" or not has_template:
+    if chat == "on" and not has_template:
+        raise ValueError("--chat on but the tokenizer has no chat template: use --chat off")
+    if chat == "off" or not has_template:
         return text
     return tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)
 
 
+def check(args) -> dict:
+    """Every argument checked before the weights load (they take minutes for an 8B model)."""
+    from .loading import decode_lengths, read_config, resolve_path
+    from .validate import UsageError, check_controller_files, check_device, check_dtype, check_lengths, check_policy
+    if not args.prompt.strip():
+        raise UsageError("empty prompt: pass the question text with --prompt")
+    check_device(args.device)
+    check_dtype(args.dtype)
+    read_config(resolve_path(args.model))             # a directory with a config.json of a known architecture
+    own = decode_lengths(args.model)
+    gen_length, block_length = args.gen_length or own[0], args.block_length or own[1]
+    check_lengths(gen_length, block_length, args.steps or gen_length)
+    kwargs = {} if args.threshold is None else {"threshold": args.threshold}
+    if args.controller:
+        kwargs["weights"] = controller_weights(args.controller, args.policy)
+    check_policy(args.policy, kwargs)
+    check_controller_files(args.model, args.policy, kwargs)
+    return dict(gen_length=gen_length, block_length=block_length, policy_kwargs=kwargs)
+
+
+def controller_weights(controller: str, policy: str) -> str:
+    """``--controller``: a trained controller directory or stem, or an embedded model's (with a warning)."""
+    from pathlib import Path
+
+    from .loading import ZOO
+    from .validate import UsageError
+    if policy not in ("tspd", "learn2pd"):
+        raise UsageError(f"--controller is for the learned policies tspd and learn2pd, not {policy!r}")
+    if (ZOO / controller).is_dir():
+        import warnings
+        warnings.warn(f"using the {policy} controller trained on the embedded model {controller!r}, not on this "
+                      "model: its gate reads another model's confidence dynamics")
+        return str(ZOO / controller / "controllers")
+    return str(Path(controller).expanduser())
+
+
 def main(args) -> int:
     from .generate import generate
+    checked = check(args)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     prompt = format_prompt(model.tokenizer, args.prompt, args.chat)
-    out = generate(model, [prompt], gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
-                   policy=args.policy, threshold=args.threshold, ce=args.ce, cache=args.cache,
-                   temperature=args.temperature, seed=args.seed, fast=args.fast)
+    out = generate(model, [prompt], gen_length=checked["gen_length"], block_length=checked["block_length"],
+                   steps=args.steps, policy=args.policy, policy_kwargs=checked["policy_kwargs"], ce=args.ce,
+                   cache=args.cache, temperature=args.temperature, seed=args.seed, fast=args.fast,
+                   truncate_prompt=args.truncate_prompt)
     if args.json:
         print(json.dumps({"text": out.texts[0] if out.texts else None, "token_ids": out.token_ids[0].tolist(),
                           "nfe": out.nfe, "seconds": round(out.seconds, 4),

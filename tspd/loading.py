@@ -54,6 +54,27 @@ def resolve_path(path_or_name: str | Path | None) -> Path:
         f"or one of the embedded models {zoo}")
 
 
+PAPER_LENGTHS = (256, 32)   # gen_length, block_length of the paper's GSM8K runs (Sec. 5.1)
+
+
+def decode_lengths(model_or_config=None) -> tuple[int, int]:
+    """``(gen_length, block_length)`` a checkpoint decodes with by default.
+
+    A checkpoint trained by ``train-lm`` names its window in ``config.json`` (``tspd_task``); any other
+    (LLaDA-8B-Instruct, Dream, LLaDA-MoE) gets the paper's 256 / 32. Accepts a loaded model, its
+    config, or a zoo name / directory (then only ``config.json`` is read, no weights).
+    """
+    cfg = getattr(model_or_config, "config", model_or_config)
+    if cfg is None or isinstance(cfg, (str, Path)):
+        path = resolve_path(cfg)
+        file = path / "config.json"
+        extra = json.loads(file.read_text()) if file.is_file() else {}
+    else:
+        extra = getattr(cfg, "extra", {}) or {}
+    task = extra.get("tspd_task") or {}
+    return int(task.get("gen_length", PAPER_LENGTHS[0])), int(task.get("block_length", PAPER_LENGTHS[1]))
+
+
 def _weight_files(path: Path) -> list[Path]:
     index = path / "model.safetensors.index.json"
     if index.exists():
@@ -97,12 +118,18 @@ def load_weights(model: torch.nn.Module, files: list[Path], device, dtype) -> No
     expected = dict(model.named_parameters())
     seen = set()
     for f in files:
-        with safe_open(str(f), framework="pt", device=str(device)) as st:
-            for key in st.keys():
-                if key not in expected:
-                    raise CheckpointError(f"{f.name}: unexpected tensor {key!r} for {type(model).__name__}")
-                _set_tensor(model, key, st.get_tensor(key).to(dtype))
-                seen.add(key)
+        try:
+            with safe_open(str(f), framework="pt", device=str(device)) as st:
+                for key in st.keys():
+                    if key not in expected:
+                        raise CheckpointError(f"{f.name}: unexpected tensor {key!r} for {type(model).__name__}")
+                    _set_tensor(model, key, st.get_tensor(key).to(dtype))
+                    seen.add(key)
+        except CheckpointError:
+            raise
+        except Exception as e:   # safetensors' own errors name neither the file nor the fix
+            raise CheckpointError(f"{f}: cannot be read ({type(e).__name__}: {e}); the file is incomplete or "
+                                  "corrupt, copy or download it again") from e
     missing = sorted(set(expected) - seen)
     if missing:
         more = f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""

@@ -81,10 +81,18 @@ def block_sequences(steps: list[dict], final: torch.Tensor, block_length: int):
                    torch.stack([st["masked"][row] for st in live]))
 
 
-def collect(model, prompts: list, *, gen_length: int = 128, block_length: int = 32, steps: int | None = None,
+def collect(model, prompts: list, *, gen_length: int | None = None, block_length: int | None = None,
+            steps: int | None = None,
             policy: str = "egp", batch_size: int = 8, ce=True, ce_kwargs: dict | None = None,
             cache: str = "none", progress: bool = True, meta: dict | None = None) -> dict:
-    """Decode ``prompts`` (strings or id lists) and return the trace file's content (see module doc)."""
+    """Decode ``prompts`` (strings or id lists) and return the trace file's content (see module doc).
+
+    ``gen_length`` / ``block_length`` None: the checkpoint's own (:func:`tspd.loading.decode_lengths`).
+    """
+    if gen_length is None or block_length is None:
+        from .loading import decode_lengths
+        own = decode_lengths(model)
+        gen_length, block_length = gen_length or own[0], block_length or own[1]
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     from tqdm.auto import tqdm
@@ -211,8 +219,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", default="arith-traces", help="arith-traces, flan, or a .jsonl/.txt file")
     p.add_argument("--flan-source", default=None, help="FLAN JSONL file or datasets hub id (with --prompts flan)")
     p.add_argument("--n", type=int, default=None, help="number of prompts (default: all)")
-    p.add_argument("--gen-length", type=int, default=128)
-    p.add_argument("--block-length", type=int, default=32)
+    p.add_argument("--gen-length", type=int, default=None, help="generated positions (default: the checkpoint's own)")
+    p.add_argument("--block-length", type=int, default=None, help="block width (default: the checkpoint's own)")
     p.add_argument("--steps", type=int, default=None, help="LLaDA step budget (default: gen length)")
     p.add_argument("--policy", choices=POLICIES, default="egp")
     p.add_argument("--no-ce", action="store_true", help="do not run CE (ce_conf = conf, u = 0)")

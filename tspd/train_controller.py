@@ -286,6 +286,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="output stem, e.g. <model dir>/controllers/tspd")
 
 
+def weights_digest(model) -> str | None:
+    """sha256 of the checkpoint a controller was trained on (its ``model.safetensors``, or the shard
+    index of a sharded one): a controller reads its model's confidence dynamics and belongs to it."""
+    import hashlib
+
+    from .loading import resolve_path
+    try:
+        path = resolve_path(model)
+    except ValueError:
+        return None
+    for name in ("model.safetensors", "model.safetensors.index.json"):
+        if (path / name).is_file():
+            h = hashlib.sha256()
+            with open(path / name, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 24), b""):
+                    h.update(chunk)
+            return h.hexdigest()
+    return None
+
+
 def main(args) -> int:
     features = tuple(f for f in args.features.split(",") if f)
     if args.drop:
@@ -295,8 +315,11 @@ def main(args) -> int:
                       ce=args.ce, epochs=args.epochs, patience=args.patience, lr=args.lr,
                       weight_decay=args.weight_decay, batch=args.batch, dropout=args.dropout, noise=args.noise,
                       class_weight=args.class_weight, val_fraction=args.val_fraction, seed=args.seed)
-    net, saved, curve = train(load_traces(args.traces), cfg, progress=not args.quiet)
+    traces = load_traces(args.traces)
+    net, saved, curve = train(traces, cfg, progress=not args.quiet)
     saved["traces_file"] = str(args.traces)
+    saved["model"] = traces["meta"].get("model")
+    saved["model_sha256"] = weights_digest(saved["model"])
     stem = save_controller(net, saved, Path(args.out).with_suffix("") if args.out.endswith(".safetensors") else args.out)
     Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
     v = saved["summary"]["val"]

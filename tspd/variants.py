@@ -24,6 +24,7 @@ import torch
 
 from .controllers.tspd import save_controller
 from .experiments import REPO_ROOT, get_model
+from .loading import decode_lengths
 from .traces import POLICIES, collect, load_prompts, load_traces
 from .train_controller import TrainConfig, train
 
@@ -47,8 +48,8 @@ class TraceSpec:
     prompts: str = "arith-traces"    # tspd.traces.load_prompts source: arith-traces, flan, or a file
     n: int = 24                      # number of prompts (the paper: 66 FLAN tasks x 40 = 2,640)
     policy: str = "egp"              # egp | vanilla ("standard PD") | mixed (Table 9)
-    gen_length: int = 128
-    block_length: int = 32
+    gen_length: int | None = None    # None: the checkpoint's own (tspd.loading.decode_lengths)
+    block_length: int | None = None
     steps: int | None = None         # None = gen_length (one token per step for the vanilla reference)
     cache: str = "none"
     batch_size: int = 8
@@ -58,6 +59,10 @@ class TraceSpec:
     chat: bool = False               # wrap prompts in the tokenizer's chat template (Instruct checkpoints)
 
     def __post_init__(self):
+        if self.gen_length is None or self.block_length is None:
+            own = decode_lengths(self.model)
+            object.__setattr__(self, "gen_length", self.gen_length or own[0])    # frozen
+            object.__setattr__(self, "block_length", self.block_length or own[1])
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         if self.n < 2:

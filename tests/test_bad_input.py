@@ -1,0 +1,112 @@
+"""Every bad input gets one line naming the problem and the fix, exit 2, no traceback, nothing written."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from tspd import cli
+from tspd.loading import resolve_path
+
+ZOO = resolve_path("tiny-arith")
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """Checkpoint directories that are wrong in one way each."""
+    root = tmp_path_factory.mktemp("broken")
+    made = {"empty": root / "empty"}
+    made["empty"].mkdir()
+    for name in ("truncated", "alien", "no-controllers", "old-task"):
+        made[name] = root / name
+        shutil.copytree(ZOO, made[name], ignore=shutil.ignore_patterns("controllers"))
+    weights = made["truncated"] / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    for name, change in (("alien", {"model_type": "gpt9"}), ("old-task", {"tspd_task": {"fingerprint": "000000000000"}})):
+        cfg = json.loads((made[name] / "config.json").read_text())
+        cfg.update({k: v if k != "tspd_task" else {**cfg["tspd_task"], **v} for k, v in change.items()})
+        (made[name] / "config.json").write_text(json.dumps(cfg))
+    made["out_dir"] = root / "a-directory"
+    made["out_dir"].mkdir()
+    made["a_file"] = root / "a-file"
+    made["a_file"].write_text("not a directory")
+    return made
+
+
+GENERATE = [   # (id, extra arguments, words the one line must contain)
+    ("missing model", ["--model", "/no/such/model"], "no model directory"),
+    ("no config.json", ["--model", "{empty}"], "config.json is missing"),
+    ("unknown architecture", ["--model", "{alien}"], "model_type 'gpt9' is not supported"),
+    ("truncated shard", ["--model", "{truncated}"], "model.safetensors: cannot be read"),
+    ("length not a multiple", ["--gen-length", "50", "--block-length", "32"], "not a multiple of block_length"),
+    ("unknown policy", ["--policy", "nosuch"], "unknown policy 'nosuch'"),
+    ("threshold out of range", ["--policy", "fast-dllm", "--threshold", "1.5"], "threshold must be in (0, 1]"),
+    ("threshold for vanilla", ["--policy", "vanilla", "--threshold", "0.9"], "takes no threshold"),
+    ("egp is an oracle", ["--policy", "egp"], "collect-traces --policy egp"),
+    ("bad dtype", ["--dtype", "float64"], "unknown dtype 'float64'"),
+    ("empty prompt", ["--prompt", "  "], "empty prompt"),
+    ("prompt too long", ["--prompt", "x" * 600], "exceeds the model's 512"),
+    ("no controller", ["--model", "{no-controllers}", "--policy", "tspd"], "train-controller"),
+    ("controller for a fixed policy", ["--controller", "tiny-arith"], "--controller is for the learned policies"),
+]
+EVAL = [
+    ("out is a directory", ["--out", "{out_dir}"], "is a directory"),
+    ("negative limit", ["--limit", "-1"], "--limit must be >= 0"),
+    ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
+    ("task version", ["--model", "{old-task}"], "another version of tspd.arith"),
+    ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
+]
+
+
+def _run(argv, capsys) -> tuple[int, list[str], str]:
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, [line for line in captured.err.splitlines() if line.strip()], captured.out
+
+
+def _fill(args, broken) -> list[str]:
+    return [a.format(**broken) if a.startswith("{") else a for a in args]
+
+
+@pytest.mark.parametrize("extra,words", [c[1:] for c in GENERATE], ids=[c[0] for c in GENERATE])
+def test_generate_rejects_bad_input_in_one_line(extra, words, broken, capsys):
+    argv = ["generate", "--prompt", "Ann has 3 bags of 4 nuts and 5 more. She eats 6. How many left?"]
+    code, err, out = _run(argv + _fill(extra, broken), capsys)
+    assert code == 2 and out == ""
+    assert len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
+
+
+@pytest.mark.parametrize("extra,words", [c[1:] for c in EVAL], ids=[c[0] for c in EVAL])
+def test_eval_rejects_bad_input_in_one_line(extra, words, broken, capsys, tmp_path):
+    out_file = tmp_path / "rows.jsonl"
+    argv = ["eval", "--task", "arith", "--limit", "1", "--out", str(out_file)] + _fill(extra, broken)
+    code, err, _ = _run(argv, capsys)
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
+    assert not out_file.exists()                      # nothing written
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_missing_cuda_is_one_line(capsys):
+    code, err, _ = _run(["generate", "--prompt", "x", "--device", "cuda"], capsys)
+    assert code == 2 and len(err) == 1 and "sees no CUDA GPU" in err[0]
+
+
+def test_debug_shows_the_traceback():
+    from tspd.validate import UsageError
+    with pytest.raises(UsageError):
+        cli.main(["generate", "--prompt", "x", "--policy", "nosuch", "--debug"])
+
+
+def test_generate_function_refuses_before_decoding():
+    from tspd import load_model
+    from tspd.generate import generate
+    from tspd.validate import UsageError
+    model = load_model("tiny-arith")
+    with pytest.raises(UsageError, match="exceeds the model's 512"):
+        generate(model, ["x" * 600])
+    out = generate(model, ["x" * 600], gen_length=32, block_length=32, steps=2, truncate_prompt=True)  # kept: the last tokens
+    assert out.truncated_prompts == 1 and out.prompt_length == 512 - out.token_ids.shape[1]
+    with pytest.raises(UsageError, match="takes no threshold"):
+        generate(model, ["x"], policy="vanilla", threshold=0.9)

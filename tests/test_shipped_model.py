@@ -1,0 +1,58 @@
+"""The shipped embedded checkpoint: trained on the current task, competent, and used as a user would."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tspd import arith, load_model
+from tspd.experiments import REPO_ROOT
+from tspd.generate import generate
+from tspd.loading import decode_lengths, resolve_path
+
+ZOO = resolve_path("tiny-arith")
+
+
+def test_shipped_checkpoint_was_trained_on_this_version_of_the_task():
+    task = json.loads((ZOO / "config.json").read_text())["tspd_task"]
+    assert task["fingerprint"] == arith.fingerprint(), "tspd.arith changed: retrain the embedded model"
+    assert decode_lengths("tiny-arith") == (task["gen_length"], task["block_length"]) == \
+        (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
+
+
+def test_shipped_training_record_matches_its_evaluation():
+    evals = json.loads((ZOO / "evals.json").read_text())
+    vanilla = next(r for r in evals if r["policy"] == "vanilla" and r.get("tokens_per_step") == 1)
+    assert vanilla["n"] == arith.SPLIT_SIZES["test"]
+    record = (ZOO / "TRAINING.md").read_text()
+    assert f"{vanilla['accuracy']:.1%} ({vanilla['correct']}/{vanilla['n']}" in record
+    assert "uncommitted" not in record.split("## ")[0]          # the run names a clean revision
+
+
+def test_shipped_model_solves_held_out_problems():
+    """Greedy, 1 token per step, first 32 test problems: the numbers of TRAINING.md, on a sample."""
+    model = load_model("tiny-arith")
+    problems = arith.load_split("test", 32)
+    out = generate(model, [arith.prompt(p) for p in problems])
+    correct = sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, problems))
+    assert correct >= 28, f"{correct}/32"
+
+
+def test_generate_command_answers_a_held_out_problem():
+    problem = arith.load_split("test", 1)[0]
+    done = subprocess.run([sys.executable, "-m", "tspd", "generate", "--json", "--prompt", problem["question"]],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout)
+    assert arith.extract_answer(reply["text"]) == problem["final"], reply["text"]
+    assert len(reply["token_ids"]) == arith.GEN_LENGTH
+
+
+@pytest.mark.parametrize("name", ["tspd", "learn2pd"])
+def test_shipped_controllers_belong_to_the_shipped_weights(name):
+    import hashlib
+    meta = json.loads((ZOO / "controllers" / f"{name}.json").read_text())
+    digest = hashlib.sha256((ZOO / "model.safetensors").read_bytes()).hexdigest()
+    assert meta.get("model_sha256") == digest, f"retrain the {name} controller on the shipped checkpoint"
