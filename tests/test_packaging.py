@@ -49,3 +49,31 @@ def test_threads_flag_sizes_torchs_pool(monkeypatch):
     with pytest.raises(SystemExit) as e:
         cli.main(["generate", "--prompt", "x", "--threads", "0"])
     assert e.value.code == 2
+
+
+def test_every_option_has_help():
+    import argparse
+    import importlib
+
+    from tspd.cli import COMMANDS
+    for name, (module, _) in COMMANDS.items():
+        p = argparse.ArgumentParser()
+        importlib.import_module(module).add_arguments(p)
+        bare = [a.option_strings[0] for a in p._actions if a.option_strings and a.option_strings[0] != "-h"
+                and not (a.help or "").strip()]
+        assert not bare, f"{name}: options without help: {bare}"
+
+
+def test_help_states_each_default_once():
+    import argparse
+    import importlib
+
+    from tspd.cli import COMMANDS, HelpFormatter
+    fmt = HelpFormatter("tspd")
+    for name, (module, _) in COMMANDS.items():
+        p = argparse.ArgumentParser()
+        importlib.import_module(module).add_arguments(p)
+        for a in p._actions:
+            text = (fmt._get_help_string(a) or "").replace("%(default)s", "X")
+            assert text.lower().count("default") <= 1, f"{name} {a.option_strings}: {text}"
+            assert "(default: None)" not in text

@@ -52,19 +52,19 @@ SHAPES = {
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
+    p.add_argument("--shape", choices=sorted(SHAPES), default="tiny", help="model shape (random weights)")
     p.add_argument("--batch", default="1", help="comma-separated batch sizes, e.g. 1,8")
     p.add_argument("--prompt", type=int, default=896, help="prompt length in tokens")
     p.add_argument("--gen", type=int, default=256, help="generated length")
-    p.add_argument("--block", type=int, default=32)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--block", type=int, default=32, help="block length")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="torch device")
     p.add_argument("--dtype", default=None, help="default: bfloat16 on GPU, float32 on CPU")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights and inputs")
     p.add_argument("--repeats", type=int, default=20, help="timed repeats per measurement (median)")
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=3, help="untimed repeats first")
     p.add_argument("--policies", default="vanilla,fast-dllm,tspd+ce", help="policies timed inside generate")
     p.add_argument("--caches", default="none,dual", help="KV cache modes timed inside generate")
-    p.add_argument("--generate-repeats", type=int, default=2)
+    p.add_argument("--generate-repeats", type=int, default=2, help="timed repeats of each whole generate call")
     p.add_argument("--confidence-dtype", default="float32",
                    help="dtype of the softmax statistics inside generate (LLaDA: bfloat16, Fast-dLLM: float64)")
     p.add_argument("--no-generate", action="store_true", help="skip the whole-generate measurements")

@@ -22,6 +22,16 @@ COMMANDS = {
 THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step")
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends an option's default, unless its help already says what the default is (or it has none)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m tspd", description=__doc__.splitlines()[0])
@@ -29,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text,
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                           formatter_class=HelpFormatter)
         if name == chosen:
             mod = importlib.import_module(module)
             mod.add_arguments(p)

@@ -17,10 +17,10 @@ from .tasks import TASKS, TaskDataError, get_task
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", required=True, choices=sorted(TASKS))
+    p.add_argument("--task", required=True, choices=sorted(TASKS), help="benchmark the completions answer")
     p.add_argument("--completions", required=True, help="JSONL with 'id' and 'completion' per line")
     p.add_argument("--out", default=None, help="results JSONL (default: stdout)")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None, help="evaluation data directory (default: as for eval)")
     p.add_argument("--apply-stops", action="store_true", help="cut completions at the task's stop strings")
     p.add_argument("--chat", action="store_true", help="with --apply-stops: the completions answer chat prompts")
     p.add_argument("--grade-workers", type=int, default=2, help="parallel sandboxes for code tasks")

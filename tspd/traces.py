@@ -222,12 +222,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-length", type=int, default=None, help="generated positions (default: the checkpoint's own)")
     p.add_argument("--block-length", type=int, default=None, help="block width (default: the checkpoint's own)")
     p.add_argument("--steps", type=int, default=None, help="LLaDA step budget (default: gen length)")
-    p.add_argument("--policy", choices=POLICIES, default="egp")
+    p.add_argument("--policy", choices=POLICIES, default="egp",
+                   help="collection policy: egp (the oracle, App. A.4), vanilla (standard PD) or mixed (Table 9)")
     p.add_argument("--no-ce", action="store_true", help="do not run CE (ce_conf = conf, u = 0)")
-    p.add_argument("--cache", choices=("none", "prefix", "dual"), default="none")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--chat-template", action="store_true", help="wrap prompts in the tokenizer's chat template")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--cache", choices=("none", "prefix", "dual"), default="none", help="KV cache mode while collecting")
+    p.add_argument("--batch-size", type=int, default=8, help="prompts decoded together")
+    p.add_argument("--chat", choices=("on", "off"), default="off",
+                   help="wrap prompts in the tokenizer's chat template (Instruct checkpoints)")
+    p.add_argument("--device", default="cpu", help="torch device of the model")
     p.add_argument("--out", required=True, help="output .pt file")
 
 
@@ -235,7 +237,7 @@ def main(args) -> int:
     from .loading import load_model
     model = load_model(args.model, device=args.device)
     prompts = load_prompts(args.prompts, args.n, args.flan_source)
-    if args.chat_template:
+    if args.chat == "on":
         tok = model.tokenizer
         prompts = [tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, tokenize=False)
                    for q in prompts]

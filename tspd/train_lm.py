@@ -64,50 +64,63 @@ SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.
 @dataclass
 class TrainConfig:
     out: str
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
+    d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
+    n_layers: int = 4              # transformer blocks
+    n_heads: int = 4               # attention heads
     mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
     gen_length: int = arith.GEN_LENGTH      # answer region = the inference generation window
     block_length: int = arith.BLOCK_LENGTH  # only used for evaluation (semi-AR blocks)
-    batch_size: int = 64
-    lr: float = 3e-3
+    batch_size: int = 64           # sequences per optimizer step
+    lr: float = 3e-3               # peak AdamW learning rate
     min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
     warmup_frac: float = 0.03      # of the run (steps or minutes)
     weight_decay: float = 0.1      # on matrices only, not on norms and embeddings
     eps: float = 1e-3              # t ~ U(eps, 1]: LLaDA's lower bound keeps the 1/t weight finite
     minutes: float | None = None   # wall-time budget of the training loop (schedule follows time)
-    max_steps: int | None = None
-    device: str = "cpu"
-    compile: bool = False
-    seed: int = 0
+    max_steps: int | None = None   # step budget (with --minutes: whichever ends first)
+    device: str = "cpu"            # cpu | cuda (bf16 autocast on CUDA)
+    compile: bool = False          # torch.compile the model: about 2x faster on this CPU after a ~1 min compile
+    seed: int = 0                  # initialisation, data stream and masking noise
     eval_every: int = 0            # steps between in-training evaluations (0 = never)
     eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
     eval_n: int = 200              # test problems for in-training evaluations
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
     eval_batch: int = 500          # prompts per generate() call
     save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
-    log_every: int = 25
+    log_every: int = 25            # steps between log lines (and at least one a minute)
     prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile
     threads: int | None = None     # torch CPU threads (None = torch's default)
     resume: bool = False           # continue from --out's train_state.pt (same data stream and schedule)
 
 
+def _field_comments() -> dict[str, str]:
+    """TrainConfig's why-comments, by field: the help of each ``train-lm`` option."""
+    import inspect
+    out = {}
+    for line in inspect.getsource(TrainConfig).splitlines():
+        name, _, rest = line.strip().partition(":")
+        if "#" in rest and name.isidentifier():
+            out[name] = rest.split("#", 1)[1].strip()
+    return out
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     defaults = TrainConfig(out="")
+    helps = _field_comments()
     p.add_argument("--out", required=True, help="output checkpoint directory")
     for f in fields(TrainConfig):
         if f.name == "out":
             continue
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
+        help_text = helps.get(f.name, f.name.replace("_", " "))
         if f.name == "device":
-            p.add_argument(flag, default=default, choices=["cpu", "cuda"])
+            p.add_argument(flag, default=default, choices=["cpu", "cuda"], help=help_text)
         elif f.type in ("bool", bool):
-            p.add_argument(flag, action="store_true")
+            p.add_argument(flag, action="store_true", help=help_text)
         else:
             kind = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
-            p.add_argument(flag, type=kind, default=default)
+            p.add_argument(flag, type=kind, default=default, help=help_text)
     p.add_argument("--eval-only", action="store_true",
                    help="skip training: evaluate the checkpoint in --out and append to its TRAINING.md")
 
