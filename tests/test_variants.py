@@ -94,3 +94,18 @@ def test_method_config_applies_the_papers_row_settings():
         book.method_config(base, "Nope")
     rows = book.paper_rows("table1", task="gsm8k")
     assert [r["method"] for r in rows].count("Ours †") == 1 and [r["method"] for r in rows].count("Ours") == 1
+
+
+def test_trace_keys_follow_the_weights(tmp_path):
+    """A retrained checkpoint under the same name must not read back the old model's traces."""
+    import shutil
+
+    from tspd.loading import resolve_path
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
+    before = variants.TraceSpec(model=str(ckpt)).key
+    weights = ckpt / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1                                   # one bit of one weight
+    weights.write_bytes(bytes(data))
+    assert variants.TraceSpec(model=str(ckpt)).key != before

@@ -60,8 +60,8 @@ def progress_bar(*args, **kwargs):
     return tqdm(*args, **kwargs)
 
 
-def lengths(model: str, gen_length: int | None = None, block_length: int | None = None) -> tuple[int, int]:
-    """A notebook's ``gen_length`` / ``block_length``: the checkpoint's own where None (its config.json)."""
+def lengths(model: str, gen_length: int = 0, block_length: int = 0) -> tuple[int, int]:
+    """A notebook's ``gen_length`` / ``block_length``: the checkpoint's own where 0 or None (its config.json)."""
     own = decode_lengths(model)
     return gen_length or own[0], block_length or own[1]
 

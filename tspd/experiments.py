@@ -109,7 +109,7 @@ class RunConfig:
         set_("policy_kwargs", _canonical(self.policy_kwargs, "policy_kwargs"))
         set_("ce", bool(self.ce))
         set_("ce_kwargs", _without_ce_defaults(_canonical(self.ce_kwargs, "ce_kwargs")) if self.ce else {})
-        if self.gen_length is None or self.block_length is None:
+        if not self.gen_length or not self.block_length:
             own = decode_lengths(self.model)
             set_("gen_length", self.gen_length or own[0])
             set_("block_length", self.block_length or own[1])
@@ -252,7 +252,7 @@ def model_fingerprint(model: str) -> str | None:
             h.update(f.read(1 << 20))
             if size > 2 << 20:
                 f.seek(-(1 << 20), os.SEEK_END)
-                h.update(f.read())
+            h.update(f.read())          # the rest of a file up to 2 MiB, else its last MiB
     return h.hexdigest()[:16]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from .controllers.tspd import save_controller
-from .experiments import REPO_ROOT, get_model
+from .experiments import REPO_ROOT, get_model, model_fingerprint
 from .loading import decode_lengths
 from .traces import POLICIES, collect, load_prompts, load_traces
 from .train_controller import TrainConfig, train
@@ -59,7 +59,7 @@ class TraceSpec:
     chat: bool = False               # wrap prompts in the tokenizer's chat template (Instruct checkpoints)
 
     def __post_init__(self):
-        if self.gen_length is None or self.block_length is None:
+        if not self.gen_length or not self.block_length:
             own = decode_lengths(self.model)
             object.__setattr__(self, "gen_length", self.gen_length or own[0])    # frozen
             object.__setattr__(self, "block_length", self.block_length or own[1])
@@ -74,6 +74,7 @@ class TraceSpec:
         for k, unset in (("flan_source", None), ("chat", False)):   # added later: unset keeps old keys
             if d[k] == unset:
                 del d[k]
+        d["weights"] = model_fingerprint(self.model)   # new weights, new traces (never a stale set)
         return _hash(d)
 
 
