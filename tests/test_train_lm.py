@@ -185,7 +185,7 @@ def test_resume_continues_the_same_run(tmp_path):
     train(TrainConfig(out=str(tmp_path / "twice"), max_steps=6, **common), log=lambda s: None)
     assert (tmp_path / "twice" / STATE).is_file()
     info = train(TrainConfig(out=str(tmp_path / "twice"), max_steps=10, resume=True, **common), log=lambda s: None)
-    assert info["step"] == 10 and info["resumes"] == 1
+    assert info["step"] == 10 and info["resumes"] == 1 and ", resumed at " in info["git"]
     a = torch.load(tmp_path / "once" / STATE, weights_only=False)["model"]
     b = torch.load(tmp_path / "twice" / STATE, weights_only=False)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)

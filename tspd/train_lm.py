@@ -490,8 +490,8 @@ def _train(cfg: TrainConfig, log) -> dict:
         gen.set_state(state["gen"])
         torch.set_rng_state(state["torch_rng"])
         info.update({k: state["info"][k] for k in ("step", "tokens", "train_seconds", "curve", "recent", "resumes")})
-        info.update(command=state["info"]["command"], resumes=info["resumes"] + 1,
-                    resumed_by=command_line(cfg), git=git_revision())
+        info.update(command=state["info"]["command"], resumes=info["resumes"] + 1, resumed_by=command_line(cfg),
+                    git=f"{state['info']['git'].split(', resumed at')[0]}, resumed at {git_revision()}")
         log(f"resumed at step {info['step']} ({info['train_seconds'] / 60:.1f} min of training)")
     step_fn = torch.compile(model) if cfg.compile else model
     step, tokens, recent = info["step"], info["tokens"], info["recent"]
