@@ -45,3 +45,12 @@ def test_forward_ratio_and_finding_row():
     assert f.row()["verdict"] == "holds" and f.row()["n"] == 50
     with pytest.raises(ValueError):
         claims.paired_bootstrap([1, 2], [1, 2, 3], claims.mean_ratio)
+
+
+def test_too_few_problems_give_no_verdict():
+    same = np.zeros(claims.MIN_N - 1)
+    f = claims.compare("no loss", "Table 1", "gap", same, same, claims.accuracy_gap, bound=-1.0)
+    assert (f.lo, f.hi) == (0.0, 0.0) and f.verdict == claims.OPEN      # a zero-width interval proves nothing
+    enough = np.zeros(claims.MIN_N)
+    assert claims.compare("no loss", "Table 1", "gap", enough, enough, claims.accuracy_gap, bound=-1.0).verdict == \
+        claims.HOLDS

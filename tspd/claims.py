@@ -7,7 +7,9 @@ cancels in the differences. The verdict is read off the interval against the cla
 
 * **holds**: the whole interval lies on the claimed side of the bound;
 * **does not hold**: the whole interval lies on the other side;
-* **inconclusive**: the interval straddles the bound (more problems would be needed to tell).
+* **inconclusive**: the interval straddles the bound (more problems would be needed to tell), or
+  fewer than :data:`MIN_N` problems were measured: a percentile bootstrap on a handful of problems
+  gives intervals far too narrow (all-equal pairs give a zero-width one).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 HOLDS, FAILS, OPEN = "holds", "does not hold", "inconclusive"
+MIN_N = 30   # fewer problems than this: no verdict but "inconclusive"
 
 
 def verdict(lo: float, hi: float, bound: float, above: bool = True) -> str:
@@ -67,7 +70,7 @@ class Finding:
 
     @property
     def verdict(self) -> str:
-        return verdict(self.lo, self.hi, self.bound, self.above)
+        return OPEN if self.n < MIN_N else verdict(self.lo, self.hi, self.bound, self.above)
 
     def row(self) -> dict:
         return {"claim": self.claim, "where": self.where, "quantity": self.quantity,
@@ -82,5 +85,69 @@ def compare(claim: str, where: str, quantity: str, a, b, stat, bound: float, abo
     return Finding(claim, where, quantity, value, lo, hi, len(a), bound, above)
 
 
-__all__ = ["HOLDS", "FAILS", "OPEN", "verdict", "paired_bootstrap", "accuracy_gap", "mean_ratio", "Finding",
+__all__ = ["HOLDS", "FAILS", "OPEN", "MIN_N", "verdict", "paired_bootstrap", "accuracy_gap", "mean_ratio", "Finding",
            "compare"]
+
+
+# ------------------------------------------------------------------------------------------------
+# The paper's claims that the stored runs of the table notebooks can test (same configurations)
+# ------------------------------------------------------------------------------------------------
+NOT_YET = [   # claims of the paper this page does not test yet, with the notebook that shows their data
+    ("Fig. 1", "Within a confidence bin, unstable traces flip more often than stable ones.", "figure01_flip_rate"),
+    ("Fig. 2", "Tokens further right stabilise later.", "figure02_position_stabilization"),
+    ("Fig. 3/4", "A share of tokens is extrapolable: CE would commit them earlier than a threshold.",
+     "figure04_extrapolable_steps"),
+    ("Table 6/8", "The 2-layer LSTM at the default size is on the speed-accuracy front of the alternatives.",
+     "table06_controller_architecture"),
+    ("Table 7", "Removing any feature costs accuracy or speed.", "table07_feature_ablation"),
+    ("Table 9", "EGP traces beat standard-policy traces.", "table09_collection_policy"),
+    ("Table 10/11", "The controller is insensitive to data scale and difficulty mix.", "table10_data_scale"),
+    ("Table 12", "Smaller tau or larger H is faster and less accurate.", "table12_ce_hyperparameters"),
+]
+
+
+def _series(result, field: str) -> np.ndarray:
+    return np.array([float(s[field]) for s in result.samples])
+
+
+def measured_claims(base, results_dir=None, **boot) -> list[Finding]:
+    """Tables 1, 4, 5 and 13's claims on ``base``'s task and problems (runs read back or computed)."""
+    from . import book
+    runs = {
+        "Vanilla": book.method_config(base, "Vanilla"),
+        "F-dLLM": book.method_config(base, "F-dLLM"),
+        "F-dLLM †": book.method_config(base, "F-dLLM", cache="none"),
+        "CD": book.method_config(base, "CD"),
+        "Prophet †": book.method_config(base, "Prophet †"),
+        "Learn2PD †": book.method_config(base, "Learn2PD †"),
+        "Ours †": book.method_config(base, "Ours †"),
+        "Ours": book.method_config(base, "Ours"),
+        "TSPD †": book.method_config(base, "Ours †", ce=False),
+    }
+    for name in ("F-dLLM", "CD", "Learn2PD †"):
+        runs[name + " & CE"] = book.method_config(base, name, ce=True)
+    r = book.measure(runs, results_dir=results_dir, progress=False)
+    correct, nfe, secs = ({k: _series(v, f) for k, v in r.items()} for f in ("correct", "nfe", "seconds"))
+    out = [compare("TSPD + CE (Ours, dual cache) loses at most 1 point of accuracy against vanilla",
+                   "Table 1", "accuracy gap to vanilla (points)", correct["Ours"], correct["Vanilla"],
+                   accuracy_gap, bound=-1.0, **boot)]
+    for other, ours in (("F-dLLM", "Ours"), ("CD", "Ours"), ("Prophet †", "Ours †"), ("Learn2PD †", "Ours †")):
+        out.append(compare(f"TSPD + CE needs fewer forwards than {other}", "Table 1",
+                           f"NFE of {other} / NFE of {ours}", nfe[ours], nfe[other], mean_ratio, bound=1.0, **boot))
+    out.append(compare("TSPD + CE is faster in wall-clock time than Fast-dLLM (both with dual cache)", "Table 1",
+                       "seconds of F-dLLM / seconds of Ours", secs["Ours"], secs["F-dLLM"], mean_ratio, 1.0, **boot))
+    out.append(compare("The dual cache speeds TSPD + CE up", "Table 4", "seconds without / with cache",
+                       secs["Ours"], secs["Ours †"], mean_ratio, 1.0, **boot))
+    out.append(compare("... and keeps its accuracy (within 1 point)", "Table 4", "accuracy gap with / without cache (points)",
+                       correct["Ours"], correct["Ours †"], accuracy_gap, -1.0, **boot))
+    out.append(compare("CE adds speed on top of TSPD", "Table 5", "NFE of TSPD / NFE of TSPD + CE",
+                       nfe["Ours †"], nfe["TSPD †"], mean_ratio, 1.0, **boot))
+    out.append(compare("TSPD alone needs fewer forwards than a confidence threshold (Fast-dLLM 0.9)", "Table 5",
+                       "NFE of F-dLLM / NFE of TSPD (no cache)", nfe["TSPD †"], nfe["F-dLLM †"], mean_ratio, 1.0, **boot))
+    for name in ("F-dLLM", "CD", "Learn2PD †"):
+        out.append(compare(f"CE speeds up {name}", "Table 13", f"NFE of {name} / with CE",
+                           nfe[name + " & CE"], nfe[name], mean_ratio, 1.0, **boot))
+    return out
+
+
+__all__ += ["NOT_YET", "measured_claims"]
