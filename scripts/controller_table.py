@@ -31,6 +31,7 @@ from tspd import arith, load_model                                # noqa: E402
 from tspd.controllers import Controller, make_controller         # noqa: E402
 from tspd.extrapolate import make_extrapolator                    # noqa: E402
 from tspd.generate import generate                                # noqa: E402
+from tspd.claims import wilson                                   # noqa: E402
 from tspd.loading import decode_lengths                          # noqa: E402
 
 CONTROLLERS = {                      # row name -> (policy, kwargs): each method's default setting
@@ -161,8 +162,9 @@ def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> d
                 secs, fwd = sum(r["seconds"] for r in got), sum(r["forward_seconds"] for r in got)
                 steps = sum(r["steps"] for r in got)
                 per_fwd = fwd / max(steps, 1e-12)
+                correct = sum(r["correct"] for r in got)
                 row = dict(controller=ctrl, ce=ce, cache=cache, n=n, complete=n == len(ids),
-                           accuracy=sum(r["correct"] for r in got) / n,
+                           accuracy=correct / n, accuracy_95=wilson(correct, n),
                            nfe=sum(r["nfe"] for r in got) / n,
                            tps=n * got[0]["gen_length"] / secs,
                            seconds_per_sample=secs / n,
@@ -181,6 +183,8 @@ def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> d
                     pairs = [(r, twin[r["id"]]) for r in got if r["id"] in twin]
                     row["same_text_as_no_cache"] = (sum(a["text"] == b["text"] for a, b in pairs) / len(pairs)
                                                     if pairs else None)
+                    row["same_answer_as_no_cache"] = (sum(a["pred"] == b["pred"] for a, b in pairs) / len(pairs)
+                                                      if pairs else None)
                     row["char_agreement_with_no_cache"] = (sum(char_agreement(a["text"], b["text"])
                                                                for a, b in pairs) / len(pairs) if pairs else None)
                 rows.append(row)
@@ -190,6 +194,22 @@ def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> d
         row["speedup_tps"] = row["tps"] / base["tps"] if base else None
         row["speedup_nfe"] = base["nfe"] / row["nfe"] if base else None
     return dict(meta, rows=rows)
+
+
+def markdown(table: dict) -> str:
+    """The README's table: accuracy with its Wilson 95 % interval, NFE, TPS, speedup, overheads, agreement."""
+    pct = lambda v: "–" if v is None else f"{100 * v:.0f} %"   # noqa: E731
+    lines = ["| controller | CE | cache | acc. (%) [95 % CI] | NFE | TPS | speedup | ctrl % of fwd | CE % of fwd "
+             "| same answer as vanilla | same answer as no cache | same text as no cache |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table["rows"]:
+        lo, hi = r["accuracy_95"]
+        lines.append(f"| {r['controller']} | {'on' if r['ce'] else 'off'} | {r['cache']} | {100 * r['accuracy']:.1f} "
+                     f"[{100 * lo:.1f}, {100 * hi:.1f}] | {r['nfe']:.1f} | {r['tps']:.1f} | {r['speedup_tps'] or 0:.2f} "
+                     f"| {r['controller_pct_of_forward']:.1f} | {r['ce_pct_of_forward']:.1f} "
+                     f"| {pct(r.get('same_answer_as_vanilla'))} | {pct(r.get('same_answer_as_no_cache'))} "
+                     f"| {pct(r.get('same_text_as_no_cache'))} |")
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -205,7 +225,11 @@ def main() -> int:
     ap.add_argument("--ce", default="off,on")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--out", default=str(ROOT / "results" / "embedded_controllers.json"))
+    ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.out).read_text())))
+        return 0
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)

@@ -11,7 +11,8 @@ import torch
 from tspd import arith, load_model
 from tspd.char_tokenizer import build_tokenizer
 from tspd.train_lm import (STATE, TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
-                           stratified_uniform, train, wilson)
+                           stratified_uniform, train)
+from tspd.claims import wilson
 
 # threads=1: tiny matmuls gain nothing from a second thread and stall badly when the CPU is shared
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden=64, threads=1)

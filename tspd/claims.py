@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import math
+
 import numpy as np
 
 HOLDS, FAILS, OPEN = "holds", "does not hold", "inconclusive"
@@ -43,6 +45,15 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], stat: Callable[[np.
     tail = 100 * (1 - level) / 2
     lo, hi = np.percentile(boots, [tail, 100 - tail])
     return float(stat(a, b)), float(lo), float(hi)
+
+
+def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score 95 % interval of a proportion (Wilson, 1927): honest near 0 and 1, unlike +-1.96 SE."""
+    if n == 0:
+        return 0.0, 1.0
+    p = correct / n
+    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
 
 
 def accuracy_gap(a, b) -> float:
@@ -85,7 +96,7 @@ def compare(claim: str, where: str, quantity: str, a, b, stat, bound: float, abo
     return Finding(claim, where, quantity, value, lo, hi, len(a), bound, above)
 
 
-__all__ = ["HOLDS", "FAILS", "OPEN", "MIN_N", "verdict", "paired_bootstrap", "accuracy_gap", "mean_ratio", "Finding",
+__all__ = ["HOLDS", "FAILS", "OPEN", "MIN_N", "wilson", "verdict", "paired_bootstrap", "accuracy_gap", "mean_ratio", "Finding",
            "compare"]
 
 

@@ -48,6 +48,7 @@ import torch.nn.functional as F
 
 from . import arith
 from .char_tokenizer import build_tokenizer
+from .claims import wilson
 from .config import LLaDAConfig
 from .loading import save_model, special_tokens
 from .model import LLaDAModelLM
@@ -356,15 +357,6 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"CPU {platform.processor() or platform.machine()} ({torch.get_num_threads()} threads)"
-
-
-def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score 95 % interval of a proportion (Wilson, 1927): honest near 0 and 1, unlike +-1.96 SE."""
-    if n == 0:
-        return 0.0, 1.0
-    p = correct / n
-    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
 
 
 def _decoding_name(r: dict) -> str:
