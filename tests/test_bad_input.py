@@ -57,6 +57,7 @@ EVAL = [
     ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
     ("task version", ["--model", "{old-task}"], "another version of tspd.arith"),
     ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
+    ("controller for a fixed policy", ["--controller", "tiny-arith"], "--controller is for the learned policies"),
 ]
 
 
@@ -106,7 +107,25 @@ def test_generate_function_refuses_before_decoding():
     model = load_model("tiny-arith")
     with pytest.raises(UsageError, match="exceeds the model's 512"):
         generate(model, ["x" * 600])
-    out = generate(model, ["x" * 600], gen_length=32, block_length=32, steps=2, truncate_prompt=True)  # kept: the last tokens
+    with pytest.warns(UserWarning, match="left-truncated"):
+        out = generate(model, ["x" * 600], gen_length=32, block_length=32, steps=2, truncate_prompt=True)
     assert out.truncated_prompts == 1 and out.prompt_length == 512 - out.token_ids.shape[1]
     with pytest.raises(UsageError, match="takes no threshold"):
         generate(model, ["x"], policy="vanilla", threshold=0.9)
+
+
+def test_truncation_only_when_asked_and_counted(capsys):
+    import json
+    argv = ["generate", "--prompt", "x" * 600, "--json", "--steps", "2", "--gen-length", "32", "--block-length", "32"]
+    assert cli.main(argv) == 2 and "exceeds the model's 512" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="left-truncated"):
+        assert cli.main(argv + ["--truncate-prompt"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompt_truncated"] is True
+
+
+def test_eval_summary_counts_truncated_prompts():
+    from tspd import evaluate
+    rows = [{"id": str(i), "correct": i == 0, "nfe": 1, "batch": "s:0", "batch_size": 3, "batch_seconds": 1.0,
+             "gen_length": 8, "warmup": True, "gen_tokens": 1, **({"prompt_truncated": True} if i else {})}
+            for i in range(3)]
+    assert evaluate.summarize(rows)["truncated_prompts"] == 2

@@ -81,11 +81,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                     "<repo>/../shared/data, <repo>/data)")
     p.add_argument("--source", default=None, help="a 'datasets' hub id to read instead of local files")
     p.add_argument("--grade-workers", type=int, default=2, help="parallel sandboxes for code tasks")
+    p.add_argument("--controller", default=None,
+                   help="trained tspd / learn2pd controller: a directory or weights stem (default: the one in "
+                        "<model>/controllers/), or an embedded model's name to borrow its controller")
+    p.add_argument("--truncate-prompt", action="store_true",
+                   help="keep the last tokens of prompts too long for the model (default: refuse them); "
+                        "counted in the summary")
     p.add_argument("--out", required=True, help="results FILE.jsonl (resumed if it exists)")
 
 
 def main(args: argparse.Namespace) -> int:
     try:
+        if args.controller:
+            from .generate_cli import controller_weights
+            args.policy_arg = [*args.policy_arg, f"weights={json.dumps(controller_weights(args.controller, args.policy))}"]
         fill_lengths(args)
         summary = run(args)
     except (TaskDataError, ResultsError, ValueError) as e:
@@ -170,7 +179,8 @@ def run_config(args: argparse.Namespace) -> dict:
             "policy": args.policy, "policy_kwargs": parse_policy_args(args.policy_arg), "ce": args.ce,
             "cache": args.cache, "gen_length": args.gen_length, "block_length": args.block_length,
             "steps": args.steps, "threshold": args.threshold, "temperature": args.temperature,
-            "seed": args.seed, "chat": args.chat, "dtype": args.dtype}
+            "seed": args.seed, "chat": args.chat, "dtype": args.dtype,
+            **({"truncate_prompt": True} if getattr(args, "truncate_prompt", False) else {})}
 
 
 def config_id(config: dict) -> str:
@@ -239,6 +249,7 @@ class BatchOutput:
     gen_tokens: list[int | None]
     seconds: float
     gen_length: int
+    truncated: list[bool] | None = None   # prompts left-truncated to fit the model (--truncate-prompt)
 
 
 class ReferenceBackend:
@@ -286,6 +297,8 @@ class ModelBackend:
             self.kwargs["policy_kwargs"] = policy_kwargs
         if args.temperature > 0:
             self.kwargs["seed"] = args.seed
+        if getattr(args, "truncate_prompt", False):
+            self.kwargs["truncate_prompt"] = True
 
     def __call__(self, samples: list[dict]) -> BatchOutput:
         prompts = [self.task.prompt(s, self.tokenizer, self.chat) for s in samples]
@@ -300,7 +313,8 @@ class ModelBackend:
             gen_length = len(rows[0]) if rows else self.args.gen_length
         else:
             gen_tokens, gen_length = [None] * len(samples), self.args.gen_length
-        return BatchOutput(texts, raw, nfe, gen_tokens, float(out.seconds), gen_length)
+        return BatchOutput(texts, raw, nfe, gen_tokens, float(out.seconds), gen_length,
+                           list(getattr(out, "truncated", None) or []) or None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,6 +343,8 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
         row.update({k: v for k, v in g.items() if k not in row})
         if out.raw[i] != out.texts[i]:
             row["raw_output"] = out.raw[i]
+        if out.truncated and out.truncated[i]:
+            row["prompt_truncated"] = True
         rows.append(row)
     return rows
 
@@ -425,6 +441,7 @@ def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
     out["nfe_mean"] = sum(nfes) / len(nfes) if nfes else None
     out.update(throughput(rows))
     out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
+    out["truncated_prompts"] = sum(bool(r.get("prompt_truncated")) for r in rows)
     return out
 
 

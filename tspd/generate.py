@@ -60,7 +60,11 @@ class Generation:
     steps_per_block: list[list[int]] = field(default_factory=list)  # [B][num_blocks] forwards used
     forward_seconds: float | None = None   # with profile=True: time in model forwards ...
     control_seconds: float | None = None   # ... and in statistics + CE + controller + commit
-    truncated_prompts: int = 0             # prompts left-truncated to fit (truncate_prompt=True)
+    truncated: list[bool] = field(default_factory=list)   # per prompt: left-truncated to fit (truncate_prompt)
+
+    @property
+    def truncated_prompts(self) -> int:
+        return sum(self.truncated)
 
     @property
     def control_overhead(self) -> float | None:
@@ -105,16 +109,17 @@ def _prepare(model, prompts, tokenizer, add_special_tokens: bool):
 
 def _fit(ids, pmask, gen_length: int, limit: int | None, truncate: bool):
     """Prompts that fit the model's positions with the window; with ``truncate``, keep their last tokens."""
-    longest = int(pmask.sum(-1).max())
+    lengths = pmask.sum(-1)
+    longest = int(lengths.max())
     if limit is None or longest + gen_length <= limit:
-        return ids, pmask, 0
+        return ids, pmask, [False] * len(ids)
     if not truncate:
         check_fits(longest, gen_length, limit)
     keep = limit - gen_length
     if keep < 1:
         raise UsageError(f"gen_length {gen_length} leaves no room for a prompt in the model's {limit} positions")
-    cut = int((pmask.sum(-1) > keep).sum())
-    warnings.warn(f"{cut} prompt(s) left-truncated to their last {keep} tokens (model positions {limit})")
+    cut = (lengths > keep).tolist()
+    warnings.warn(f"{sum(cut)} prompt(s) left-truncated to their last {keep} tokens (model positions {limit})")
     return ids[:, -keep:], pmask[:, -keep:], cut
 
 
@@ -296,7 +301,7 @@ def generate(model, prompts, gen_length: int | None = None, block_length: int | 
                       steps_per_block=block_steps.tolist(),
                       forward_seconds=clock.total.get("forward") if profile else None,
                       control_seconds=clock.total.get("control") if profile else None,
-                      truncated_prompts=truncated)
+                      truncated=truncated)
 
 
 class _Clock:

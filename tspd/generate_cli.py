@@ -92,7 +92,7 @@ def main(args) -> int:
         print(json.dumps({"text": out.texts[0] if out.texts else None, "token_ids": out.token_ids[0].tolist(),
                           "nfe": out.nfe, "seconds": round(out.seconds, 4),
                           "tokens_per_second": round(out.tokens_per_second, 2), "policy": args.policy,
-                          "cache": args.cache, "ce": args.ce}))
+                          "cache": args.cache, "ce": args.ce, "prompt_truncated": out.truncated_prompts > 0}))
     else:
         print(out.texts[0] if out.texts else out.token_ids[0].tolist())
     return 0

@@ -127,7 +127,9 @@ def check_controller_files(model, policy: str, policy_kwargs: dict | None = None
         f"no trained {policy} controller for {path} (looked for {stem}.safetensors): make one with "
         f"`python -m tspd collect-traces --model {path} --prompts flan --flan-source FILE_OR_HUB_ID --n 2640 "
         f"--out traces.pt` (stage 1) then `python -m tspd train-controller --traces traces.pt --kind {policy} "
-        f"--out {stem}` (stage 2); see the book's reproduce page for their cost")
+        f"--out {stem}` (stage 2). The paper's stage 1 took about 2 hours on two A100s for 2,640 prompts with "
+        f"LLaDA-8B and stage 2 six minutes (book: reproduce); `--controller tiny-arith` borrows the embedded "
+        f"model's controller instead")
 
 
 __all__ = ["UsageError", "check_lengths", "check_policy", "check_device", "check_dtype", "check_fits",
