@@ -37,15 +37,15 @@ def picked_runs(k: int = 5) -> list[dict]:
     return out[:k]
 
 
-def mismatches(meta: dict, results_dir) -> list[str]:
-    """Recompute the first ``N`` samples of a stored run; what differs from the stored rows."""
+def mismatches(meta: dict, results_dir, scratch) -> list[str]:
+    """Recompute the first ``N`` samples of a stored run in ``scratch``; what differs from the stored rows."""
     config = RunConfig.from_dict({**meta["config"], "limit": N})
     assert config.key == meta["key"], "the run key derivation changed: recompute the committed runs"
     stored = {}
     for line in (results_dir / f"{meta['key']}.jsonl").read_text().splitlines():
         row = json.loads(line)
         stored[row["id"]] = row
-    fresh = experiments.run(config, progress=False, results_dir=results_dir / "fresh")
+    fresh = experiments.run(config, progress=False, results_dir=scratch)
     out = []
     for row in fresh.samples:
         old = stored.get(row["id"])
@@ -62,8 +62,8 @@ def test_runs_are_committed():
 
 @pytest.mark.parametrize("meta", picked_runs(), ids=lambda m: "{policy}{ce}-{cache}".format(
     policy=m["config"]["policy"], ce="+ce" if m["config"]["ce"] else "", cache=m["config"]["cache"]))
-def test_committed_run_reproduces(meta):
-    assert mismatches(meta, RUNS) == []
+def test_committed_run_reproduces(meta, tmp_path):
+    assert mismatches(meta, RUNS, tmp_path) == []
 
 
 def test_an_edited_run_file_is_caught(tmp_path):
@@ -73,5 +73,5 @@ def test_an_edited_run_file_is_caught(tmp_path):
     first["output"] = first["output"] + " edited"
     (tmp_path / f"{meta['key']}.jsonl").write_text("\n".join([json.dumps(first)] + rows[1:]) + "\n")
     shutil.copy(RUNS / f"{meta['key']}.json", tmp_path / f"{meta['key']}.json")
-    found = mismatches(meta, tmp_path)
+    found = mismatches(meta, tmp_path, tmp_path / "fresh")
     assert len(found) == 1 and first["id"] in found[0]
