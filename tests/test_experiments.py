@@ -13,6 +13,7 @@ import torch
 
 from tspd import experiments
 from tspd.experiments import RunConfig
+from tspd.loading import decode_lengths
 
 from conftest import prompts, random_model
 
@@ -83,7 +84,10 @@ def config(**over) -> RunConfig:
 
 def test_key_is_stable_and_canonical():
     # a golden value: changing it silently would orphan every stored result
-    assert RunConfig().key == "41cb76cfc36f"
+    assert RunConfig(gen_length=128, block_length=32).key == "41cb76cfc36f"
+    own = decode_lengths("tiny-arith")   # the defaults follow the shipped checkpoint, whatever it is
+    assert (RunConfig().gen_length, RunConfig().block_length) == own
+    assert RunConfig().key == RunConfig(gen_length=own[0], block_length=own[1]).key
     c = config()
     assert len(c.key) == 12 and c.key == config().key
     same = [config(steps=16), config(limit=100), config(limit=None), config(dtype="float32"),
