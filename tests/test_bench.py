@@ -5,6 +5,7 @@ import argparse
 import json
 
 from tspd import bench
+from tspd.provenance import device_name
 
 
 def test_bench_step_tiny_shape_writes_results(tmp_path):
@@ -16,7 +17,7 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
                          "--policies", "vanilla,tspd+ce", "--fast", "--parity", "--out", str(out)])
     assert bench.main(args) == 0
     res = json.loads(out.read_text())
-    assert res["shape"] == "tiny" and res["device"].startswith("CPU") and res["params"] > 0
+    assert res["shape"] == "tiny" and res["device"] == device_name("cpu") and res["params"] > 0
     assert res["peaks"]["matmul_flops"] > 0 and res["peaks"]["copy_bytes_per_s"] > 0
     assert [r["batch"] for r in res["rows"]] == [1, 2]
     for row in res["rows"]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import shlex
 import statistics
@@ -40,8 +39,9 @@ from .generate import CACHE_MODES, generate
 from .graphs import StepGraphs
 from .loading import SpecialTokens
 from .model import LLaDAModelLM
+from .provenance import device_name
 
-# LLaDA-8B-Instruct's config.json values (peers note section 2); ids as that file declares them
+# LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
 SHAPES = {
     "llada-8b": dict(d_model=4096, n_layers=32, n_heads=32, n_kv_heads=32, mlp_hidden_size=12288,
                      vocab_size=126464, embedding_size=126464, rope_theta=500000.0, rms_norm_eps=1e-5,
@@ -294,7 +294,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     model = build_model(args.shape, device, dtype)
     result = {
         "command": command,
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
+        "device": device_name(device),
         "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
         "confidence_dtype": args.confidence_dtype,
         "params": sum(p.numel() for p in model.parameters()), "peaks": peaks, "rows": [],

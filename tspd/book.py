@@ -14,7 +14,8 @@ from pathlib import Path
 
 import torch
 
-from .experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, device_name, run
+from .experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, run
+from .provenance import device_name
 from .loading import decode_lengths
 from .reported import ours_label
 

@@ -38,7 +38,6 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import time
 import warnings
 from collections import OrderedDict
@@ -51,9 +50,9 @@ import torch
 from . import evaluate
 from .generate import CACHE_MODES, generate
 from .loading import decode_lengths, load_model, resolve_path
+from .provenance import REPO_ROOT, device_name, git_revision
 from .tasks import get_task
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results" / "runs"
 KEY_VERSION = 1          # bump when the meaning of stored results changes (all keys change with it)
 MAX_MODELS = 2           # models kept loaded per process (an 8B model is 16 GB in bf16)
@@ -218,23 +217,6 @@ def _task(name: str):
     return _TASKS[name]
 
 
-def device_name(device: str) -> str:
-    """``NVIDIA H100 80GB HBM3`` for a GPU; the CPU model and thread count for the CPU."""
-    d = torch.device(device)
-    if d.type == "cuda" and torch.cuda.is_available():
-        return torch.cuda.get_device_name(d)
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    n = torch.get_num_threads()
-    return f"{cpu} ({n} thread{'s' if n != 1 else ''})"
-
-
 def model_fingerprint(model: str) -> str | None:
     """A short hash of a checkpoint's config.json and weight files (size + first/last MiB), or None."""
     try:
@@ -254,15 +236,6 @@ def model_fingerprint(model: str) -> str | None:
                 f.seek(-(1 << 20), os.SEEK_END)
             h.update(f.read())          # the rest of a file up to 2 MiB, else its last MiB
     return h.hexdigest()[:16]
-
-
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -382,7 +355,7 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
         if name not in meta["devices"]:
             meta["devices"].append(name)
         meta.update(model_fingerprint=fingerprint, torch=torch.__version__, python=platform.python_version(),
-                    tspd_revision=_git_revision())
+                    tspd_revision=git_revision())
         paths["meta"].write_text(json.dumps(meta, indent=1) + "\n")
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
         original, evaluate.backend = evaluate.backend, _cached_backend

@@ -33,7 +33,10 @@ class StepStats:
 
 def step_stats(logits: torch.Tensor, temperature: float = 0.0, dtype: torch.dtype = torch.float32,
                generator: torch.Generator | None = None) -> StepStats:
-    """Softmax statistics of ``logits`` [B, L, V], computed in ``dtype`` (see peers note 9.1)."""
+    """Softmax statistics of ``logits`` [B, L, V], computed in ``dtype``.
+
+    References differ here: LLaDA's and Prophet's code use bf16, Fast-dLLM float64, dInfer float32.
+    """
     logits = logits.to(dtype)
     x0 = gumbel_argmax(logits, temperature, generator)
     logp = torch.log_softmax(logits, dim=-1)

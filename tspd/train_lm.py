@@ -32,10 +32,8 @@ import csv
 import json
 import math
 import os
-import platform
 import queue
 import shlex
-import subprocess
 import sys
 import tempfile
 import threading
@@ -52,6 +50,7 @@ from .claims import wilson
 from .config import LLaDAConfig
 from .loading import save_model, special_tokens
 from .model import LLaDAModelLM
+from .provenance import device_name, git_revision
 
 GPU_COMMAND = ("python -m tspd train-lm --out tspd/zoo/tiny-arith --device cuda --compile --minutes 8 "
                "--d-model 256 --n-layers 6 --n-heads 4 --mlp-hidden 704 --batch-size 256")
@@ -341,24 +340,6 @@ def final_evaluation(out: Path, cfg: TrainConfig, log) -> list[dict]:
 # ----------------------------------------------------------------------------------------------
 # Records
 # ----------------------------------------------------------------------------------------------
-def git_revision() -> str:
-    root = Path(__file__).resolve().parent.parent
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True,
-                               text=True, check=True).stdout.strip()
-        return rev + (" + uncommitted" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return f"CPU {platform.processor() or platform.machine()} ({torch.get_num_threads()} threads)"
-
-
 def _decoding_name(r: dict) -> str:
     if r["policy"] == "vanilla":
         k = r.get("tokens_per_step") or 1
@@ -470,7 +451,7 @@ def _train(cfg: TrainConfig, log) -> dict:
     log(f"model: {params:,} parameters; device {device_name(device)}; torch {torch.__version__}")
     opt = make_optimizer(model, cfg, fused=device.type == "cuda")
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    info = {"status": "in progress", "command": command_line(cfg), "git": git_revision(),
+    info = {"status": "in progress", "command": command_line(cfg), "git": git_revision() or "unknown",
             "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
             "tokens": 0, "train_seconds": 0.0, "tokens_per_s": 0.0, "loss": float("nan"), "loss_window": 0,
             "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": [], "curve": [],
@@ -483,7 +464,7 @@ def _train(cfg: TrainConfig, log) -> dict:
         torch.set_rng_state(state["torch_rng"])
         info.update({k: state["info"][k] for k in ("step", "tokens", "train_seconds", "curve", "recent", "resumes")})
         info.update(command=state["info"]["command"], resumes=info["resumes"] + 1, resumed_by=command_line(cfg),
-                    git=f"{state['info']['git'].split(', resumed at')[0]}, resumed at {git_revision()}")
+                    git=f"{state['info']['git'].split(', resumed at')[0]}, resumed at {git_revision() or 'unknown'}")
         log(f"resumed at step {info['step']} ({info['train_seconds'] / 60:.1f} min of training)")
     step_fn = torch.compile(model) if cfg.compile else model
     step, tokens, recent = info["step"], info["tokens"], info["recent"]
@@ -580,7 +561,7 @@ def eval_only(cfg: TrainConfig, log=print) -> list[dict]:
         torch.set_num_threads(cfg.threads)
     evals = final_evaluation(out, cfg, log)
     with (out / "TRAINING.md").open("a") as f:
-        f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision()}, "
+        f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
                 f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
     (out / "evals.json").write_text(json.dumps(evals, indent=1) + "\n")
     return evals

@@ -1,4 +1,4 @@
-"""Credit Decoding (Wang et al. 2025; peers note section 6, after dInfer's CreditThresholdParallelDecoder).
+"""Credit Decoding (Wang et al. 2025, arXiv 2510.06133; after dInfer's ``CreditThresholdParallelDecoder``).
 
 A token that keeps winning at a position earns credit, and credit lifts both its logit and its
 confidence, so a persistently predicted token is committed earlier. Per block, a dense credit tensor

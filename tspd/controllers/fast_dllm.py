@@ -1,4 +1,4 @@
-"""Fast-dLLM's confidence-aware parallel decoding (Wu et al. 2025; peers note section 3).
+"""Fast-dLLM's confidence-aware parallel decoding (Wu et al. 2025; ``NVlabs/Fast-dLLM``).
 
 Threshold rule: the most confident masked token is always committed, every other one whose confidence
 is >= ``threshold`` too. Factor rule (``factor`` set): with masked confidences sorted c(1) >= c(2) >= ...,

@@ -1,4 +1,4 @@
-"""Learn2PD: a learned accept filter over the block's confidences (Bao et al. 2025; peers note section 5).
+"""Learn2PD: a learned accept filter over the block's confidences (Bao et al. 2025, arXiv 2509.25188).
 
 The filter is a 2-layer MLP, Linear(32, 32) - ReLU - Linear(32, 32), reading the top-1 confidences of
 *all* positions of the current block (decoded ones included), zero-padded to width 32, and giving one

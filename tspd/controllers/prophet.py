@@ -1,4 +1,4 @@
-"""Prophet: early commit once the answer has converged (Li et al. 2025; peers note section 4).
+"""Prophet: early commit once the answer has converged (Li et al. 2025; public code ``pixeli99/Prophet``).
 
 Each step Prophet decodes like vanilla LLaDA (the schedule's top-k most confident masked positions of
 the block) and additionally checks whether the model has already made up its mind about the answer:

@@ -1,7 +1,7 @@
 """Backbones in the Hugging Face decoder layout (Dream-7B, LLaDA-MoE) behind LLaDA's forward contract.
 
 Dream-7B (Qwen2) and LLaDA-MoE (OLMoE-style) checkpoints share one module tree, which this module
-builds once (peers note section 2)::
+builds once (the Hugging Face Qwen2 / OLMoE layouts)::
 
     model.embed_tokens
     model.layers.{i}.input_layernorm              RMSNorm

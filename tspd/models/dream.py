@@ -1,6 +1,6 @@
 """Dream-7B (Ye et al., 2025): a Qwen2 transformer run bidirectionally, with shifted logits.
 
-Architecture (peers note section 2, ``Fast-dLLM: dream/model/modeling_dream.py``): Qwen2 layers with
+Architecture (``DreamLM/Dream`` and ``NVlabs/Fast-dLLM: dream/model/modeling_dream.py``): Qwen2 layers with
 q/k/v projections **with bias**, ``o_proj`` without, GQA, RMSNorm (``rms_norm_eps``), rotate-half
 RoPE (``rope_theta``), SwiGLU ``mlp.{gate,up,down}_proj``, head tied or not per
 ``tie_word_embeddings``; SDPA with ``is_causal=False``. ``config.json`` uses Qwen2's field names and

@@ -1,6 +1,6 @@
 """LLaDA-MoE-7B-A1B (arXiv 2509.24389): a bidirectional OLMoE-style mixture-of-experts transformer.
 
-Facts from the peers note (section 2) and the model's remote code (``LLaDAMoEAttention``,
+Facts from dInfer's ``tools/modeling_fused_lladamoe.py`` and the model's remote code (``LLaDAMoEAttention``,
 ``LLaDAMoESparseMoeBlock``, ``LLaDAMoEDecoderLayer`` as vendored in ``ZHZisZZ/dllm-trainer:
 dllm/pipelines/llada/models/modeling_lladamoe.py``; dInfer's ``modeling_fused_olmoe.py`` agrees):
 

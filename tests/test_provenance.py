@@ -1,0 +1,31 @@
+"""Revision and device strings: the provenance every stored result carries."""
+from __future__ import annotations
+
+import subprocess
+
+import torch
+
+from tspd import provenance
+
+
+def test_revision_marks_uncommitted_changes(tmp_path, monkeypatch):
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("a")
+    git("add", "f.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    monkeypatch.setattr(provenance, "REPO_ROOT", tmp_path)
+    clean = provenance.git_revision()
+    assert clean and " " not in clean
+    (tmp_path / "f.txt").write_text("b")
+    assert provenance.git_revision() == clean + " + uncommitted"
+
+
+def test_revision_outside_a_clone_is_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(provenance, "REPO_ROOT", tmp_path)
+    assert provenance.git_revision() is None
+
+
+def test_cpu_name_states_threads():
+    n = torch.get_num_threads()
+    assert provenance.device_name("cpu").endswith(f"({n} thread{'s' if n != 1 else ''})")

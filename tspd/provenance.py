@@ -1,0 +1,45 @@
+"""Where a stored result came from: the code revision and the device, written beside every number.
+
+The project's standard: stored results carry the command, revision and device that made them. These
+two helpers are the one place that spells revision and device, so a training record, a run file and a
+bench file name them the same way.
+"""
+from __future__ import annotations
+
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_revision() -> str | None:
+    """``abc1234``, ``abc1234 + uncommitted`` when the tree has changes, or None outside a git clone."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+    try:
+        rev = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (rev + (" + uncommitted" if dirty else "")) or None
+
+
+def device_name(device: str | torch.device) -> str:
+    """``NVIDIA H100 80GB HBM3`` for a GPU; the CPU model and torch's thread count for the CPU."""
+    d = torch.device(device)
+    if d.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(d)
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    n = torch.get_num_threads()
+    return f"{cpu} ({n} thread{'s' if n != 1 else ''})"
