@@ -1,0 +1,55 @@
+"""tspd.cache_agreement: where a cached run parts from its no-cache twin."""
+from __future__ import annotations
+
+import torch
+
+from tspd.cache_agreement import final_tokens, first_parting, summarise
+from tspd.generate import Trace
+
+L = 4
+
+
+def trace(commits: list[dict[int, int]], conf=0.9, margin=0.5) -> Trace:
+    """One row; ``commits[s]`` maps position -> token committed at step s (argmax there = that token)."""
+    S = len(commits)
+    x0 = torch.full((S, 1, L), 7, dtype=torch.long)
+    committed = torch.zeros(S, 1, L, dtype=torch.bool)
+    masked = torch.ones(S, 1, L, dtype=torch.bool)
+    for s, step in enumerate(commits):
+        for p, tok in step.items():
+            x0[s, 0, p], committed[s, 0, p] = tok, True
+            masked[s + 1:, 0, p] = False
+    full = lambda v: torch.full((S, 1, L), float(v))  # noqa: E731
+    return Trace(conf=full(conf), entropy=full(0), margin=full(margin), x0=x0, committed=committed,
+                 masked=masked, seen_conf=full(conf), block=torch.zeros(S, dtype=torch.long))
+
+
+def test_same_tokens_in_another_order_is_no_parting():
+    ref = trace([{0: 5}, {1: 6}, {2: 7, 3: 8}])
+    alt = trace([{1: 6}, {0: 5}, {3: 8, 2: 7}])
+    assert final_tokens(ref).tolist() == [5, 6, 7, 8]
+    assert first_parting(ref, alt) is None
+
+
+def test_parting_is_the_first_commit_of_a_token_not_shared():
+    ref = trace([{0: 5}, {1: 6}, {2: 7}, {3: 8}])
+    alt = trace([{0: 5}, {1: 6}, {2: 9}, {3: 8}], conf=0.6, margin=0.1)
+    p = first_parting(ref, alt)
+    assert (p.step, p.step_in_block, p.kind) == (2, 2, "flip")
+    assert abs(p.shift - 0.3) < 1e-6 and abs(p.slack - 0.5) < 1e-6      # the slack is the no-cache run's
+
+
+def test_a_run_that_waits_then_commits_another_token_parts_by_timing():
+    ref = trace([{0: 5}, {1: 6}, {2: 7, 3: 8}])
+    alt = trace([{0: 5}, {}, {1: 4, 2: 7, 3: 8}])     # same argmax (7) at step 1 where it did not commit
+    alt.x0[1, 0, 1] = 6
+    p = first_parting(ref, alt)
+    assert (p.step, p.kind) == (1, "timing")
+
+
+def test_summary_counts_near_ties():
+    ref = trace([{0: 5}, {1: 6}, {2: 7}, {3: 8}])
+    near = first_parting(ref, trace([{0: 5}, {1: 9}, {2: 7}, {3: 8}], conf=0.2))    # shift 0.7 >= slack 0.5
+    far = first_parting(ref, trace([{0: 5}, {1: 9}, {2: 7}, {3: 8}], conf=0.8))     # shift 0.1 < slack 0.5
+    s = summarise([near, far, None])
+    assert (s["parted"], s["near_tie"], s["flip"], s["timing"]) == (2, 1, 2, 0)
