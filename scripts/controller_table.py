@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from tspd import arith, load_model                                # noqa: E402
 from tspd.controllers import Controller, make_controller         # noqa: E402
 from tspd.extrapolate import make_extrapolator                    # noqa: E402
-from tspd.generate import generate                                # noqa: E402
+from tspd.generate import CACHE_MODES, generate                   # noqa: E402
 from tspd.claims import wilson                                   # noqa: E402
 from tspd.loading import decode_lengths                          # noqa: E402
 
@@ -42,7 +42,7 @@ CONTROLLERS = {                      # row name -> (policy, kwargs): each method
     "learn2pd": ("learn2pd", {}),
     "tspd": ("tspd", {}),
 }
-CACHES = ("none", "prefix", "dual")
+CACHES = CACHE_MODES
 BASELINE = ("vanilla", False, "none")
 
 

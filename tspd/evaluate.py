@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .shard import Shard, merge
+from .validate import CACHE_MODES
 from .tasks import TASKS, TaskDataError, Task, get_task, use_chat
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
@@ -58,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra controller argument (value parsed as JSON when it can be); repeatable")
     p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
-    p.add_argument("--cache", choices=("none", "prefix", "dual"), default="none", help="KV cache mode")
+    p.add_argument("--cache", choices=CACHE_MODES, default="none", help="KV cache mode")
     p.add_argument("--fast", action="store_true",
                    help="replay forwards from CUDA graphs (tspd.graphs): same tokens, less host overhead on a GPU; "
                         "graphs are captured again whenever a batch's prompt width changes")

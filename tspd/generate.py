@@ -25,10 +25,8 @@ import torch
 from .controllers import Controller, Decision, StepView, make_controller
 from .features import StepStats, TraceState, relative_position, step_stats
 from .loading import decode_lengths
-from .validate import UsageError, check_fits, check_lengths, check_policy, max_positions
+from .validate import CACHE_MODES, UsageError, check_fits, check_lengths, check_policy, max_positions
 from .schedule import num_transfer_tokens
-
-CACHE_MODES = ("none", "prefix", "dual")
 
 
 @dataclass

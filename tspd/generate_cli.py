@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from .loading import load_model
+from .validate import CACHE_MODES
 
 
 def add_arguments(p) -> None:
@@ -17,7 +18,7 @@ def add_arguments(p) -> None:
     p.add_argument("--policy", default="vanilla", help="decoding controller (see tspd.controllers.REGISTRY)")
     p.add_argument("--threshold", type=float, default=None, help="confidence threshold for threshold policies")
     p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
-    p.add_argument("--cache", default="none", choices=["none", "prefix", "dual"], help="KV cache mode (Fast-dLLM)")
+    p.add_argument("--cache", default="none", choices=CACHE_MODES, help="KV cache mode (Fast-dLLM)")
     p.add_argument("--fast", action="store_true", help="replay forwards from CUDA graphs (tspd.graphs); same tokens")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--seed", type=int, default=None, help="sampling seed (temperature > 0)")

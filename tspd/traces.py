@@ -29,7 +29,7 @@ import torch
 
 from .controllers import Controller, StepView, make_controller
 from .controllers.egp import EGP
-from .generate import generate
+from .generate import CACHE_MODES, generate
 
 FORMAT = "tspd-traces-v1"
 CHANNELS = ("conf", "ce_conf", "entropy", "ewma", "momentum", "u")
@@ -225,7 +225,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", choices=POLICIES, default="egp",
                    help="collection policy: egp (the oracle, App. A.4), vanilla (standard PD) or mixed (Table 9)")
     p.add_argument("--no-ce", action="store_true", help="do not run CE (ce_conf = conf, u = 0)")
-    p.add_argument("--cache", choices=("none", "prefix", "dual"), default="none", help="KV cache mode while collecting")
+    p.add_argument("--cache", choices=CACHE_MODES, default="none", help="KV cache mode while collecting")
     p.add_argument("--batch-size", type=int, default=8, help="prompts decoded together")
     p.add_argument("--chat", choices=("on", "off"), default="off",
                    help="wrap prompts in the tokenizer's chat template (Instruct checkpoints)")

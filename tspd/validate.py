@@ -11,6 +11,7 @@ import inspect
 import torch
 
 DTYPES = ("float32", "bfloat16", "float16")
+CACHE_MODES = ("none", "prefix", "dual")   # Fast-dLLM's KV caches (paper Table 4); "none" recomputes the canvas
 
 
 class UsageError(ValueError):
