@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from .loading import load_model
+from .tasks import render_prompt
 from .validate import CACHE_MODES
 
 
@@ -39,9 +40,7 @@ def format_prompt(tokenizer, text: str, chat: str) -> str:
     has_template = tokenizer is not None and getattr(tokenizer, "chat_template", None)
     if chat == "on" and not has_template:
         raise ValueError("--chat on but the tokenizer has no chat template: use --chat off")
-    if chat == "off" or not has_template:
-        return text
-    return tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)
+    return render_prompt(text, tokenizer, {"on": True, "off": False}.get(chat))
 
 
 def check(args) -> dict:

@@ -30,6 +30,7 @@ import torch
 from .controllers import Controller, StepView, make_controller
 from .controllers.egp import EGP
 from .generate import CACHE_MODES, generate
+from .tasks import render_prompt
 
 FORMAT = "tspd-traces-v1"
 CHANNELS = ("conf", "ce_conf", "entropy", "ewma", "momentum", "u")
@@ -237,10 +238,7 @@ def main(args) -> int:
     from .loading import load_model
     model = load_model(args.model, device=args.device)
     prompts = load_prompts(args.prompts, args.n, args.flan_source)
-    if args.chat == "on":
-        tok = model.tokenizer
-        prompts = [tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, tokenize=False)
-                   for q in prompts]
+    prompts = [render_prompt(q, model.tokenizer, args.chat == "on") for q in prompts]
     data = collect(model, prompts, gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
                    policy=args.policy, batch_size=args.batch_size, ce=not args.no_ce, cache=args.cache,
                    meta=dict(model=str(args.model), prompt_source=args.prompts))

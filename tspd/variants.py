@@ -25,6 +25,7 @@ import torch
 from .controllers.tspd import save_controller
 from .experiments import REPO_ROOT, get_model, model_fingerprint
 from .loading import decode_lengths
+from .tasks import render_prompt
 from .traces import POLICIES, collect, load_prompts, load_traces
 from .train_controller import TrainConfig, train
 
@@ -93,10 +94,7 @@ def traces(spec: TraceSpec, results_dir=None, progress: bool = True) -> dict:
         return load_traces(path)
     model = get_model(spec.model, spec.device, spec.dtype)
     prompts = load_prompts(spec.prompts, spec.n, spec.flan_source)
-    if spec.chat:
-        tok = model.tokenizer
-        prompts = [tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
-                                           tokenize=False) for q in prompts]
+    prompts = [render_prompt(q, model.tokenizer, spec.chat) for q in prompts]
     data = collect(model, prompts, gen_length=spec.gen_length,
                    block_length=spec.block_length, steps=spec.steps, policy=spec.policy,
                    batch_size=spec.batch_size, cache=spec.cache, progress=progress,
