@@ -33,6 +33,7 @@ from tspd.extrapolate import make_extrapolator                    # noqa: E402
 from tspd.generate import CACHE_MODES, generate                   # noqa: E402
 from tspd.claims import wilson                                   # noqa: E402
 from tspd.loading import decode_lengths                          # noqa: E402
+from tspd.provenance import device_name, git_revision            # noqa: E402
 
 CONTROLLERS = {                      # row name -> (policy, kwargs): each method's default setting
     "vanilla": ("vanilla", {}),
@@ -243,7 +244,8 @@ def main() -> int:
     done = load_done(samples)
     meta = dict(model=args.model, split="test", n=args.n, gen_length=args.gen_length, block_length=args.block_length,
                 batch_size=args.batch_size, threads=torch.get_num_threads(), cpu_count=os.cpu_count(),
-                torch=torch.__version__, baseline=key(*BASELINE),
+                torch=torch.__version__, baseline=key(*BASELINE), command=" ".join(["python", *sys.argv]),
+                revision=git_revision(), device=device_name("cpu"),
                 note="TPS = B * L_gen / T_wall on this machine; speedup over the baseline row of this file")
     generate(model, [problems[0]["question"]], gen_length=args.block_length, block_length=args.block_length)  # warm-up
     ctrls = [c for c in args.controllers.split(",") if c]
