@@ -16,13 +16,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def git_revision() -> str | None:
-    """``abc1234``, ``abc1234 + uncommitted`` when the tree has changes, or None outside a git clone."""
+    """``abc1234``, ``abc1234 + uncommitted`` when files other than ``results/`` differ, or None outside a clone."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
     try:
         rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain")
+        dirty = git("status", "--porcelain", "--", ".", ":(exclude)results")   # stored results are not code
     except (OSError, subprocess.SubprocessError):
         return None
     return (rev + (" + uncommitted" if dirty else "")) or None
