@@ -91,24 +91,41 @@ class FakeModel:
 NONPAD = 5   # generated tokens per row that are not EOS/EoT/pad in the fake output
 
 
-def install_fake(monkeypatch, answer, seconds=None, tokenizer=None):
-    """Patch the evaluator's backend: ``answer(prompt) -> text``; batch times come from ``seconds``."""
-    calls = []
+class Calls(list):
+    seam: tuple
+
+
+def eval_cli(argv: list[str], seam=None) -> int:
+    """``python -m tspd eval ARGV`` with the harness's model seam given (None: the package's)."""
+    import argparse
+    p = argparse.ArgumentParser()
+    evaluate.add_arguments(p)
+    try:
+        return evaluate.main(p.parse_args(argv), seam=seam)
+    except ValueError as e:          # what tspd.cli turns into one line and exit 2
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def install_fake(answer, seconds=None, tokenizer=None):
+    """A fake (load_model, generate) seam for the harness: ``answer(prompt) -> text``; batch times come
+    from ``seconds``. Returns the list of calls it sees, with the seam as its ``seam``."""
+    calls = Calls()
     times = iter(seconds or [])
 
     def load_model(path, device="cpu", dtype=None):
         calls.append(("load", path, device, dtype))
         return FakeModel(tokenizer)
 
-    def generate(model, prompts, **kwargs):
-        calls.append(("generate", list(prompts), kwargs))
-        ids = torch.full((len(prompts), kwargs["gen_length"]), 98)
+    def generate(model, prompts, config, **kwargs):
+        calls.append(("generate", list(prompts), {**config.to_dict(), **kwargs}))
+        ids = torch.full((len(prompts), config.gen_length), 98)
         ids[:, :NONPAD] = 1
         ids[:, NONPAD] = 97   # an EoT, not counted either
         return SimpleNamespace(texts=[answer(p) for p in prompts], token_ids=ids, nfe=7,
                                nfe_per_sample=[7] * len(prompts), seconds=next(times, 1.0))
 
-    monkeypatch.setattr(evaluate, "backend", lambda: (load_model, generate))
+    calls.seam = (load_model, generate)
     return calls
 
 
@@ -121,29 +138,30 @@ def gsm8k_answers():
     return answer
 
 
-def run_eval(out: Path, *extra: str) -> int:
-    return cli(["eval", "--task", "gsm8k", "--model", "fake-model", "--gen-length", "16", "--block-length", "8",
-                "--out", str(out), *extra])
+def run_eval(seam, out: Path, *extra: str) -> int:
+    return eval_cli(["--task", "gsm8k", "--model", "fake-model", "--gen-length", "16", "--block-length", "8",
+                     "--out", str(out), *extra], seam)
 
 
 def test_fast_flag_reaches_generate(monkeypatch, tmp_path):
-    calls = install_fake(monkeypatch, gsm8k_answers())
-    assert run_eval(tmp_path / "run.jsonl", "--limit", "1") == 0
-    assert "fast" not in calls[1][2]
-    assert run_eval(tmp_path / "fast.jsonl", "--limit", "1", "--fast") == 0
+    calls = install_fake(gsm8k_answers())
+    assert run_eval(calls.seam, tmp_path / "run.jsonl", "--limit", "1") == 0
+    assert calls[1][2]["fast"] is False
+    assert run_eval(calls.seam, tmp_path / "fast.jsonl", "--limit", "1", "--fast") == 0
     assert calls[3][2]["fast"] is True
 
 
 def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
-    calls = install_fake(monkeypatch, gsm8k_answers())
+    calls = install_fake(gsm8k_answers())
     out = tmp_path / "run.jsonl"
-    assert run_eval(out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--policy", "fast-dllm",
+    assert run_eval(calls.seam, out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--policy", "fast-dllm",
                     "--policy-arg", "factor=0.5", "--cache", "dual") == 0
     assert calls[0] == ("load", "fake-model", "cpu", None)
     kwargs = calls[1][2]
     assert kwargs == {"gen_length": 16, "block_length": 8, "steps": None, "policy": "fast-dllm", "ce": False,
-                      "cache": "dual", "temperature": 0.0, "threshold": 0.9,
-                      "policy_kwargs": {"factor": 0.5}}
+                      "ce_kwargs": {}, "cache": "dual", "temperature": 0.0, "seed": None,
+                      "confidence_dtype": "float32", "fast": False,
+                      "policy_kwargs": {"factor": 0.5, "threshold": 0.9}}
     assert [len(c[1]) for c in calls[1:]] == [2, 1]
     assert calls[1][1][0] == get_task("gsm8k").prompt(get_task("gsm8k").samples(1)[0])
     rows = read_rows(out)
@@ -155,9 +173,9 @@ def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
 
 
 def test_throughput_excludes_the_warmup_batch(monkeypatch, tmp_path):
-    install_fake(monkeypatch, gsm8k_answers(), seconds=[10.0, 1.0, 1.0])
+    calls = install_fake(gsm8k_answers(), seconds=[10.0, 1.0, 1.0])
     out = tmp_path / "tps.jsonl"
-    assert run_eval(out, "--limit", "6", "--batch-size", "2") == 0
+    assert run_eval(calls.seam, out, "--limit", "6", "--batch-size", "2") == 0
     s = json.loads(evaluate.summary_path(out).read_text())
     assert s["accuracy"] == 1.0 and s["n"] == 6 and s["nfe_mean"] == 7
     assert s["tps"] == pytest.approx(2 * 2 * 16 / 2.0)          # B * L_gen over the two timed batches
@@ -177,47 +195,47 @@ def test_single_batch_counts_its_own_time():
 
 
 def test_resume_skips_finished_ids(monkeypatch, tmp_path):
-    calls = install_fake(monkeypatch, gsm8k_answers())
+    calls = install_fake(gsm8k_answers())
     out = tmp_path / "resume.jsonl"
-    assert run_eval(out, "--limit", "4", "--batch-size", "2") == 0
+    assert run_eval(calls.seam, out, "--limit", "4", "--batch-size", "2") == 0
     n_first = len([c for c in calls if c[0] == "generate"])
-    assert run_eval(out, "--limit", "6", "--batch-size", "2") == 0
+    assert run_eval(calls.seam, out, "--limit", "6", "--batch-size", "2") == 0
     generated = [c for c in calls if c[0] == "generate"][n_first:]
     assert len(generated) == 1 and len(generated[0][1]) == 2
     ids = [r["id"] for r in read_rows(out)]
     assert ids == [f"gsm8k/test/{i}" for i in range(6)]
-    assert run_eval(out, "--limit", "6") == 0   # nothing left to do: no model load at all
+    assert run_eval(calls.seam, out, "--limit", "6") == 0   # nothing left to do: no model load at all
     assert len([c for c in calls if c[0] == "load"]) == 2
 
 
 def test_truncated_last_line_is_dropped_and_redone(monkeypatch, tmp_path):
-    install_fake(monkeypatch, gsm8k_answers())
+    calls = install_fake(gsm8k_answers())
     out = tmp_path / "cut.jsonl"
-    assert run_eval(out, "--limit", "3") == 0
+    assert run_eval(calls.seam, out, "--limit", "3") == 0
     with open(out, "a") as f:
         f.write('{"id": "gsm8k/test/3", "correct": tr')   # a kill in the middle of a write
-    assert run_eval(out, "--limit", "5") == 0
+    assert run_eval(calls.seam, out, "--limit", "5") == 0
     rows = read_rows(out)
     assert [r["id"] for r in rows] == [f"gsm8k/test/{i}" for i in range(5)] and all(r["correct"] for r in rows)
 
 
 def test_corrupt_line_and_foreign_config_are_errors(monkeypatch, tmp_path, capsys):
-    install_fake(monkeypatch, gsm8k_answers())
+    calls = install_fake(gsm8k_answers())
     out = tmp_path / "x.jsonl"
-    assert run_eval(out, "--limit", "2") == 0
-    assert run_eval(out, "--limit", "2", "--gen-length", "32") == 2
+    assert run_eval(calls.seam, out, "--limit", "2") == 0
+    assert run_eval(calls.seam, out, "--limit", "2", "--gen-length", "32") == 2
     assert "another configuration" in capsys.readouterr().err
     out.write_text('{"id": "a"}\nnot json\n' + out.read_text())
-    assert run_eval(out, "--limit", "2") == 2
+    assert run_eval(calls.seam, out, "--limit", "2") == 2
     err = capsys.readouterr().err.strip()
     assert "x.jsonl:2: corrupt results line" in err and "\n" not in err
 
 
 def test_bad_arguments_are_one_line_errors(monkeypatch, tmp_path, capsys):
-    install_fake(monkeypatch, gsm8k_answers())
-    assert run_eval(tmp_path / "y.jsonl", "--policy-arg", "novalue") == 2
+    calls = install_fake(gsm8k_answers())
+    assert run_eval(calls.seam, tmp_path / "y.jsonl", "--policy-arg", "novalue") == 2
     assert "KEY=VALUE" in capsys.readouterr().err
-    assert run_eval(tmp_path / "y.jsonl", "--batch-size", "0") == 2
+    assert run_eval(calls.seam, tmp_path / "y.jsonl", "--batch-size", "0") == 2
     assert cli(["eval", "--task", "humaneval", "--model", "reference", "--data-dir", str(tmp_path),
                 "--out", str(tmp_path / "z.jsonl")]) == 2
     assert "TSPD_DATA_DIR" in capsys.readouterr().err
@@ -233,12 +251,12 @@ def test_chat_template_is_used_for_instruct_tokenizers(monkeypatch, tmp_path):
 
     answer = gsm8k_answers()
     unwrap = lambda p: p.removeprefix("<user>").removesuffix("<assistant>")   # noqa: E731
-    calls = install_fake(monkeypatch, lambda p: answer(unwrap(p)), tokenizer=Tok())
+    calls = install_fake(lambda p: answer(unwrap(p)), tokenizer=Tok())
     out = tmp_path / "chat.jsonl"
-    assert run_eval(out, "--limit", "2") == 0
+    assert run_eval(calls.seam, out, "--limit", "2") == 0
     assert calls[1][1][0].startswith("<user>Question: ")
     assert json.loads(evaluate.summary_path(out).read_text())["chat"] is True
-    assert run_eval(tmp_path / "raw.jsonl", "--limit", "1", "--chat", "off") == 0
+    assert run_eval(calls.seam, tmp_path / "raw.jsonl", "--limit", "1", "--chat", "off") == 0
     assert calls[-1][1][0].startswith("Question: ")
 
 
@@ -255,10 +273,10 @@ HOSTILE = {
 def test_hostile_completions_fail_and_the_evaluator_survives(monkeypatch, tmp_path):
     task = get_task("humaneval")
     by_prompt = {s["prompt"]: HOSTILE[s["id"]] for s in task.samples(len(HOSTILE))}
-    install_fake(monkeypatch, lambda p: by_prompt[p])
+    calls = install_fake(lambda p: by_prompt[p])
     out = tmp_path / "hostile.jsonl"
-    assert cli(["eval", "--task", "humaneval", "--model", "fake", "--limit", str(len(HOSTILE)),
-                "--gen-length", "16", "--block-length", "8", "--batch-size", "3", "--out", str(out)]) == 0
+    assert eval_cli(["--task", "humaneval", "--model", "fake", "--limit", str(len(HOSTILE)), "--gen-length", "16",
+                     "--block-length", "8", "--batch-size", "3", "--out", str(out)], calls.seam) == 0
     rows = {r["id"]: r for r in read_rows(out)}
     assert set(rows) == set(HOSTILE) and not any(r["correct"] for r in rows.values())
     assert rows["HumanEval/0"]["reason"].startswith("failed: PermissionError")
@@ -359,18 +377,18 @@ def test_real_generate_with_a_random_tiny_model(monkeypatch, tmp_path):
     """The evaluator against the package's own generate(): a random model with the char tokenizer."""
     from conftest import random_model
     from tspd.char_tokenizer import build_tokenizer
-    from tspd.evaluate import backend as real_backend
+    from tspd.evaluate import package_seam
 
     tok = build_tokenizer()
     model = random_model(vocab_size=len(tok), mask_token_id=tok.mask_token_id, eos_token_id=tok.eos_token_id,
                          pad_token_id=tok.pad_token_id, max_sequence_length=512)
     model.tokenizer = tok
     model.special = SpecialTokens(mask=tok.mask_token_id, eos=tok.eos_token_id, pad=tok.pad_token_id)
-    _, generate = real_backend()
-    monkeypatch.setattr(evaluate, "backend", lambda: ((lambda *a, **k: model), generate))
+    _, generate = package_seam()
     out = tmp_path / "tiny.jsonl"
-    assert cli(["eval", "--task", "arith", "--model", "random", "--limit", "3", "--batch-size", "2",
-                "--gen-length", "16", "--block-length", "8", "--out", str(out)]) == 0
+    assert eval_cli(["--task", "arith", "--model", "random", "--limit", "3", "--batch-size", "2",
+                     "--gen-length", "16", "--block-length", "8", "--out", str(out)],
+                    ((lambda *a, **k: model), generate)) == 0
     rows = read_rows(out)
     assert len(rows) == 3 and all(r["nfe"] > 0 and 0 <= r["gen_tokens"] <= 16 for r in rows)
     s = json.loads(evaluate.summary_path(out).read_text())

@@ -53,9 +53,9 @@ def registry(monkeypatch, tmp_path):
     calls = {"samples": 0, "loads": 0}
     real_generate = experiments.generate
 
-    def counting_generate(model, batch, **kw):
+    def counting_generate(model, batch, config=None, **kw):
         calls["samples"] += len(batch)
-        return real_generate(model, batch, **kw)
+        return real_generate(model, batch, config, **kw)
 
     def fake_load(name, device="cpu", dtype=None):
         calls["loads"] += 1
@@ -94,7 +94,7 @@ def test_key_is_stable_and_canonical():
             config(policy_kwargs={"threshold": 0.7}), config(ce=False, ce_kwargs={"tau": 0.5}),
             config(model="fake/")]
     assert {s.key for s in same} == {c.key}
-    different = [config(policy="vanilla"), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
+    different = [config(policy="vanilla", policy_kwargs={}), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
                  config(ce=True, ce_kwargs={"tau": 0.5}), config(cache="dual"), config(gen_length=32),
                  config(seed=1), config(device="cuda"), config(batch_size=2), config(model="other")]
     keys = {d.key for d in different}
@@ -107,7 +107,9 @@ def test_key_is_stable_and_canonical():
     with pytest.raises(ValueError):
         config(cache="full")
     with pytest.raises(TypeError):
-        config(policy_kwargs={"weights": object()})
+        config(policy="tspd", policy_kwargs={"weights": object()})
+    with pytest.raises(ValueError, match="takes no threshold"):    # settings are checked once, here
+        config(policy="vanilla")
 
 
 def dataclasses_frozen_error():

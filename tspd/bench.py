@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 from .config import LLaDAConfig
+from .decode_config import DecodeConfig
 from .generate import CACHE_MODES, generate
 from .graphs import StepGraphs
 from .loading import SpecialTokens
@@ -196,27 +197,26 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
     if args.no_generate:
         return row
     prompts = ids[:, :P]
-    conf_dtype = getattr(torch, args.confidence_dtype)
     row["generate"] = {}
     for policy in [p for p in args.policies.split(",") if p]:
         name, ce = policy.removesuffix("+ce"), policy.endswith("+ce")
         kw = {"net": _random_tspd_net()} if name == "tspd" else {}
         for cache in [c for c in args.caches.split(",") if c]:
-            same = dict(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
-                        confidence_dtype=conf_dtype)
+            same = DecodeConfig(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
+                                confidence_dtype=args.confidence_dtype)
             for fast in ((False, True) if args.fast else (False,)):
-                call = {**same, "fast": fast}
-                runs = [generate(model, prompts, **call) for _ in range(args.generate_repeats + 1)]
-                prof = generate(model, prompts, profile=True, **call)
+                call = same.replace(fast=fast)
+                runs = [generate(model, prompts, call) for _ in range(args.generate_repeats + 1)]
+                prof = generate(model, prompts, call, profile=True)
                 timed = runs[1:]                   # the first call is a warm-up (and captures the graphs)
                 row["generate"][f"{policy}/{cache}" + ("/fast" if fast else "")] = {
                     "seconds_per_nfe": statistics.median(o.seconds / o.nfe for o in timed), "nfe": timed[-1].nfe,
                     "tokens_per_second": statistics.median(o.tokens_per_second for o in timed),
                     "control_fraction_of_forward": prof.control_overhead}
             if args.parity:
-                eager = generate(model, prompts, **same)
-                fast_out = generate(model, prompts, fast=True, **same)
-                syncs = host_syncs(dev, lambda: generate(model, prompts, fast=True, **same))
+                eager = generate(model, prompts, same)
+                fast_out = generate(model, prompts, same.replace(fast=True))
+                syncs = host_syncs(dev, lambda: generate(model, prompts, same.replace(fast=True)))
                 row["parity"][f"{policy}/{cache}"] = {
                     "same_tokens": bool(torch.equal(eager.token_ids, fast_out.token_ids)),
                     "same_nfe": eager.nfe == fast_out.nfe,

@@ -24,27 +24,22 @@ of the loop, the results file and the graders (GSM8K, MATH, HumanEval and MBPP s
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
 import json
 import os
 import secrets
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .decode_config import DecodeConfig
+from .results import ResultsError, ResultsFile, config_id, summarize, summary_path  # noqa: F401 (re-exported)
 from .shard import Shard, merge
 from .validate import CACHE_MODES
 from .tasks import TASKS, TaskDataError, Task, get_task, use_chat
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
-
-
-class ResultsError(ValueError):
-    """An unusable results file (corrupt line, or rows from another configuration)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -70,6 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, help="step budget (None: gen length)")
     p.add_argument("--threshold", type=float, default=None, help="confidence threshold of the policy")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--confidence-dtype", default="float32", choices=("float32", "float64", "bfloat16"),
+                   help="dtype of the softmax statistics (LLaDA: bfloat16, Fast-dLLM: float64)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (temperature > 0)")
     p.add_argument("--limit", type=int, default=None, help="first N samples only (0 or unset: all)")
     p.add_argument("--batch-size", type=int, default=1, help="prompts per generate() call")
@@ -91,13 +88,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="results FILE.jsonl (resumed if it exists)")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, seam: "Seam | None" = None) -> int:
+    """``python -m tspd eval``; ``seam`` as in :func:`run`."""
     try:
         if args.controller:
             from .generate_cli import controller_weights
             args.policy_arg = [*args.policy_arg, f"weights={json.dumps(controller_weights(args.controller, args.policy))}"]
         fill_lengths(args)
-        summary = run(args)
+        summary = run(args, seam)
     except (TaskDataError, ResultsError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -181,61 +179,8 @@ def run_config(args: argparse.Namespace) -> dict:
             "cache": args.cache, "gen_length": args.gen_length, "block_length": args.block_length,
             "steps": args.steps, "threshold": args.threshold, "temperature": args.temperature,
             "seed": args.seed, "chat": args.chat, "dtype": args.dtype,
-            **({"truncate_prompt": True} if getattr(args, "truncate_prompt", False) else {})}
-
-
-def config_id(config: dict) -> str:
-    """A short stable hash of a configuration (stored in every row)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
-
-
-# --------------------------------------------------------------------------------------------
-# Results file
-# --------------------------------------------------------------------------------------------
-class ResultsFile:
-    """Append-only JSONL of per-sample rows that survives being killed at any point."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-
-    def load(self) -> list[dict]:
-        """Rows already written. A last line without its newline (cut by a kill) is dropped and the
-        file truncated to the last complete line; a corrupt complete line is an error."""
-        if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            with open(self.path, "r+b") as f:
-                f.truncate(end)
-        rows = []
-        for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ResultsError(f"{self.path}:{i}: corrupt results line ({e.msg}); fix or delete it") from None
-            if not isinstance(row, dict) or "id" not in row:
-                raise ResultsError(f"{self.path}:{i}: a results row needs an 'id'")
-            rows.append(row)
-        return rows
-
-    def append(self, rows: list[dict]) -> None:
-        """Write rows as complete lines, then flush and fsync them."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-
-
-def summary_path(out: str | Path) -> Path:
-    """``x.jsonl`` -> ``x.summary.json`` (other names get ``.summary.json`` appended)."""
-    out = Path(out)
-    stem = out.name[:-len(".jsonl")] if out.name.endswith(".jsonl") else out.name
-    return out.with_name(stem + ".summary.json")
+            **({"truncate_prompt": True} if args.truncate_prompt else {}),
+            **({"confidence_dtype": args.confidence_dtype} if args.confidence_dtype != "float32" else {})}
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,20 +211,30 @@ class ReferenceBackend:
         return BatchOutput(texts, texts, [0] * n, [0] * n, 0.0, 0)
 
 
-def backend():
-    """``(load_model, generate)`` of the package (a seam for tests to put a fake model in)."""
-    import tspd
-    generate = getattr(tspd, "generate", None)
-    if not callable(generate):   # the package does not re-export it: take it from its module
-        generate = importlib.import_module("tspd.generate").generate
-    return tspd.load_model, generate
+Seam = tuple   # (load_model, generate): how the harness loads a checkpoint and decodes a batch
+
+
+def package_seam() -> Seam:
+    """The package's own ``(tspd.load_model, tspd.generate.generate)``."""
+    from .generate import generate
+    from .loading import load_model
+    return load_model, generate
+
+
+def decode_config(args: argparse.Namespace) -> DecodeConfig:
+    """The decoding an eval command line asks for (``--threshold`` joins ``--policy-arg``)."""
+    return DecodeConfig.of(policy=args.policy, policy_kwargs=parse_policy_args(args.policy_arg), ce=args.ce,
+                           cache=args.cache, gen_length=args.gen_length, block_length=args.block_length,
+                           steps=args.steps, temperature=args.temperature, threshold=args.threshold,
+                           seed=args.seed if args.temperature > 0 else None, fast=args.fast,
+                           confidence_dtype=args.confidence_dtype)
 
 
 class ModelBackend:
     """Prompts -> ``generate`` -> stop strings; counts NFE and non-padding generated tokens."""
 
-    def __init__(self, task: Task, args: argparse.Namespace, device: str | None = None):
-        load_model, self.generate = backend()
+    def __init__(self, task: Task, args: argparse.Namespace, device: str | None = None, seam: Seam | None = None):
+        load_model, self.generate = seam or package_seam()
         self.task, self.args = task, args
         dtype = None if args.dtype == "auto" else args.dtype
         self.model = load_model(args.model, device=device or args.device, dtype=dtype)
@@ -288,22 +243,12 @@ class ModelBackend:
         self.chat = task.supports_chat and use_chat(self.tokenizer, wanted)
         special = self.model.special
         self.skip_ids = set(special.stop_ids()) | {special.pad, special.mask}
-        self.kwargs = dict(gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
-                           policy=args.policy, ce=args.ce, cache=args.cache,
-                           temperature=args.temperature, threshold=args.threshold)
-        if getattr(args, "fast", False):
-            self.kwargs["fast"] = True
-        policy_kwargs = parse_policy_args(args.policy_arg)
-        if policy_kwargs:
-            self.kwargs["policy_kwargs"] = policy_kwargs
-        if args.temperature > 0:
-            self.kwargs["seed"] = args.seed
-        if getattr(args, "truncate_prompt", False):
-            self.kwargs["truncate_prompt"] = True
+        self.decode = decode_config(args)
+        self.call_options = {"truncate_prompt": True} if args.truncate_prompt else {}
 
     def __call__(self, samples: list[dict]) -> BatchOutput:
         prompts = [self.task.prompt(s, self.tokenizer, self.chat) for s in samples]
-        out = self.generate(self.model, prompts, **self.kwargs)
+        out = self.generate(self.model, prompts, self.decode, **self.call_options)
         raw = list(out.texts)
         texts = [self.task.postprocess(t, self.chat) for t in raw]
         nfe = list(getattr(out, "nfe_per_sample", None) or [out.nfe] * len(samples))
@@ -350,8 +295,12 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
     return rows
 
 
-def run(args: argparse.Namespace) -> dict:
-    """Evaluate (resuming ``args.out``) and return the summary (also written next to the out file)."""
+def run(args: argparse.Namespace, seam: Seam | None = None) -> dict:
+    """Evaluate (resuming ``args.out``) and return the summary (also written next to the out file).
+
+    ``seam`` is the ``(load_model, generate)`` pair the model backend uses: None for the package's
+    own; :func:`tspd.experiments.run` passes one that keeps models loaded between runs.
+    """
     check_args(args)
     task = get_task(args.task, data_dir=args.data_dir, source=args.source)
     samples = task.samples(args.limit or None)      # --limit 0 / None: every sample
@@ -372,7 +321,7 @@ def run(args: argparse.Namespace) -> dict:
     t_start = time.perf_counter()
     chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
     if pending:
-        gen = ReferenceBackend(task) if args.model == REFERENCE else ModelBackend(task, args, shard.device(args.device))
+        gen = ReferenceBackend(task) if args.model == REFERENCE else ModelBackend(task, args, shard.device(args.device), seam)
         chat = gen.chat
         session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
         from tqdm import tqdm
@@ -416,56 +365,3 @@ def run(args: argparse.Namespace) -> dict:
     tmp.write_text(json.dumps(summary, indent=2) + "\n")
     os.replace(tmp, path)
     return summary
-
-
-# --------------------------------------------------------------------------------------------
-# Summary
-# --------------------------------------------------------------------------------------------
-def reason_kind(reason: str | None) -> str:
-    """A failure reason without its details: ``failed: NameError``, ``wrong answer``, ``timeout``."""
-    if not reason:
-        return "none"
-    parts = reason.split(": ")
-    return ": ".join(parts[:2]) if parts[0] == "failed" else parts[0]
-
-
-def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
-    """Accuracy, NFE and throughput over result rows (one per sample)."""
-    n = len(rows)
-    correct = sum(bool(r["correct"]) for r in rows)
-    out = {"n": n, "n_selected": n_selected if n_selected is not None else n,
-           "complete": n_selected is None or n == n_selected, "correct": correct,
-           "accuracy": correct / n if n else None}
-    if any("correct_strict" in r for r in rows):
-        out["accuracy_strict"] = sum(bool(r.get("correct_strict")) for r in rows) / n
-    nfes = [r["nfe"] for r in rows if r.get("nfe") is not None]
-    out["nfe_mean"] = sum(nfes) / len(nfes) if nfes else None
-    out.update(throughput(rows))
-    out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
-    out["truncated_prompts"] = sum(bool(r.get("prompt_truncated")) for r in rows)
-    return out
-
-
-def throughput(rows: list[dict]) -> dict:
-    """``tps`` = sum(B * L_gen) / sum(batch wall time) and ``tps_nonpad`` over the same batches.
-
-    Batches are grouped by their ``batch`` id; each run's first batch (``warmup``) is left out when
-    any other batch exists. None when no generation time was recorded (``--model reference``).
-    """
-    batches: dict[str, dict] = {}
-    for r in rows:
-        b = batches.setdefault(r.get("batch", ""), {"size": r.get("batch_size") or 0,
-                                                     "seconds": r.get("batch_seconds") or 0.0,
-                                                     "gen_length": r.get("gen_length") or 0,
-                                                     "warmup": bool(r.get("warmup")), "nonpad": 0})
-        b["nonpad"] += r.get("gen_tokens") or 0
-    timed = [b for b in batches.values() if b["seconds"] > 0]
-    steady = [b for b in timed if not b["warmup"]]
-    used = steady if steady else timed
-    seconds = sum(b["seconds"] for b in used)
-    if not used or seconds <= 0:
-        return {"tps": None, "tps_nonpad": None, "gen_seconds": 0.0, "batches": len(batches),
-                "batches_timed": 0}
-    tokens = sum(b["size"] * b["gen_length"] for b in used)
-    return {"tps": tokens / seconds, "tps_nonpad": sum(b["nonpad"] for b in used) / seconds,
-            "gen_seconds": round(seconds, 6), "batches": len(batches), "batches_timed": len(used)}

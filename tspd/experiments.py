@@ -48,10 +48,13 @@ from typing import Any
 import torch
 
 from . import evaluate
-from .generate import CACHE_MODES, generate
-from .loading import decode_lengths, load_model, resolve_path
+from .decode_config import DecodeConfig, canonical
+from .generate import generate
+from .loading import load_model, resolve_path
 from .provenance import REPO_ROOT, device_name, git_revision
+from .results import ResultsError, ResultsFile, summarize
 from .tasks import get_task
+from .validate import UsageError
 
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results" / "runs"
 KEY_VERSION = 1          # bump when the meaning of stored results changes (all keys change with it)
@@ -61,79 +64,84 @@ MAX_MODELS = 2           # models kept loaded per process (an 8B model is 16 GB 
 _NOT_IN_KEY = ("limit",)
 
 
-def _canonical(obj: dict | None, what: str) -> dict:
-    """A JSON-safe copy with sorted keys (tuples become lists); rejects what JSON cannot store."""
-    try:
-        return json.loads(json.dumps(dict(obj or {}), sort_keys=True))
-    except TypeError as e:
-        raise TypeError(f"{what} must be JSON-serialisable (numbers, strings, lists, dicts): {e}") from None
+# Decoding fields every key names (KEY_VERSION 1); the rest of DecodeConfig enters a key only when it
+# differs from its default, so keys made before DecodeConfig existed still name the same runs.
+_KEYED_DECODE = ("policy", "policy_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
+_OPTIONAL_DECODE = ("temperature", "confidence_dtype", "fast")
+_DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
 
 
-def _without_ce_defaults(kwargs: dict) -> dict:
-    """CE settings minus those equal to CEConfig's defaults, so equal decodings get equal keys."""
-    from .extrapolate import CEConfig
-    defaults = dataclasses.asdict(CEConfig())
-    return {k: v for k, v in kwargs.items() if k not in defaults or defaults[k] != v}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RunConfig:
-    """One benchmark run. Defaults: the embedded model on its synthetic task, on the CPU.
+    """One benchmark run: a :class:`DecodeConfig` plus what it runs on. Defaults: the embedded model
+    on its synthetic task, on the CPU.
 
-    ``steps`` None means ``gen_length`` (one token per step for the vanilla schedule); ``limit``
-    None or 0 means the whole test split; ``dtype`` None means float32 on the CPU and bfloat16 elsewhere
-    (what :func:`tspd.load_model` picks). These are normalised on construction so that equal runs
-    have equal keys. ``policy_kwargs`` / ``ce_kwargs`` go to the controller / CE (they must be
-    JSON-serialisable; treat them as read-only).
+    Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
+    (``RunConfig(policy="tspd", ce=True)``), and read through (``config.cache``). The window is
+    resolved on construction (None: the checkpoint's own; ``steps`` None: ``gen_length``), ``limit``
+    None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
+    elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Policy and CE
+    settings must be JSON-serialisable: they are part of the key.
     """
     model: str = "tiny-arith"          # embedded model name or local checkpoint directory
     task: str = "arith"                # tspd.tasks name: arith, gsm8k, math, math500, humaneval, mbpp
-    policy: str = "vanilla"            # tspd.controllers.REGISTRY name
-    policy_kwargs: dict = field(default_factory=dict)
-    ce: bool = False                   # Confidence Extrapolation
-    ce_kwargs: dict = field(default_factory=dict)
-    cache: str = "none"                # none | prefix | dual
-    gen_length: int | None = None      # None: the checkpoint's own (tspd.loading.decode_lengths)
-    block_length: int | None = None
-    steps: int | None = None
+    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window)
     limit: int | None = None           # first n samples of the test split (not part of the key)
-    seed: int = 0
+    seed: int = 0                      # sampling seed (matters only at temperature > 0)
     device: str = "cpu"
     dtype: str | None = None
-    batch_size: int = 1
+    batch_size: int = 1                # prompts per generate() call
 
-    def __post_init__(self):
+    def __init__(self, model: str = "tiny-arith", task: str = "arith", decode: DecodeConfig | None = None,
+                 limit: int | None = None, seed: int = 0, device: str = "cpu", dtype: str | None = None,
+                 batch_size: int = 1, **decode_fields):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
-        set_("model", str(self.model).rstrip("/") or str(self.model))
-        set_("policy_kwargs", _canonical(self.policy_kwargs, "policy_kwargs"))
-        set_("ce", bool(self.ce))
-        set_("ce_kwargs", _without_ce_defaults(_canonical(self.ce_kwargs, "ce_kwargs")) if self.ce else {})
-        if not self.gen_length or not self.block_length:
-            own = decode_lengths(self.model)
-            set_("gen_length", self.gen_length or own[0])
-            set_("block_length", self.block_length or own[1])
-        set_("steps", int(self.gen_length if self.steps is None else self.steps))
-        set_("limit", None if not self.limit else int(self.limit))
-        set_("device", str(torch.device(self.device)))
-        if self.dtype is None:
-            set_("dtype", "float32" if torch.device(self.device).type == "cpu" else "bfloat16")
-        set_("dtype", str(self.dtype).replace("torch.", ""))
-        if self.cache not in CACHE_MODES:
-            raise ValueError(f"cache must be one of {CACHE_MODES}, got {self.cache!r}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        unknown = set(decode_fields) - _DECODE_FIELDS - {"threshold"}
+        if unknown:
+            raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
+        model = str(model).rstrip("/") or str(model)
+        decode = DecodeConfig.of(decode, **decode_fields)
+        if not isinstance(decode.policy, str) or not isinstance(decode.ce, bool):
+            raise UsageError("a stored run names its policy and CE by settings, not by ready instances")
+        canonical(decode.policy_kwargs, "policy_kwargs")
+        canonical(decode.ce_kwargs, "ce_kwargs")
+        set_("model", model)
+        set_("task", task)
+        set_("decode", decode.resolved(model))
+        set_("limit", None if not limit else int(limit))
+        set_("seed", seed)
+        set_("device", str(torch.device(device)))
+        if dtype is None:
+            dtype = "float32" if torch.device(device).type == "cpu" else "bfloat16"
+        set_("dtype", str(dtype).replace("torch.", ""))
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        set_("batch_size", batch_size)
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")
+
+    def __getattr__(self, name: str):
+        """Decoding settings read through: ``config.policy`` is ``config.decode.policy``."""
+        if name in _DECODE_FIELDS:
+            return getattr(object.__getattribute__(self, "decode"), name)
+        raise AttributeError(f"RunConfig has no attribute {name!r}")
 
     def __hash__(self) -> int:   # the dict fields are not hashable; the key is
         return hash((self.key, self.limit))
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Flat settings: the run's fields and the decoding's (as every stored sidecar has them)."""
+        d = {"model": self.model, "task": self.task}
+        d.update({k: getattr(self.decode, k) for k in _KEYED_DECODE})
+        defaults = DecodeConfig()
+        d.update({k: getattr(self.decode, k) for k in _OPTIONAL_DECODE
+                  if getattr(self.decode, k) != getattr(defaults, k)})
+        d.update(limit=self.limit, seed=self.seed, device=self.device, dtype=self.dtype, batch_size=self.batch_size)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)} | _DECODE_FIELDS
         return cls(**{k: v for k, v in d.items() if k in names})
 
     @property
@@ -145,11 +153,13 @@ class RunConfig:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def replace(self, **changes) -> "RunConfig":
-        """A copy with ``changes``; a new ``gen_length`` brings its own default ``steps`` (one token per
-        step) unless ``steps`` is given or this config's steps were not the default."""
-        if "gen_length" in changes and "steps" not in changes and self.steps == self.gen_length:
-            changes["steps"] = None
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (run or decoding fields); a new ``gen_length`` brings its own default
+        ``steps`` (one token per step) unless ``steps`` is given or this config's steps were not the
+        default."""
+        decode_changes = {k: changes.pop(k) for k in list(changes) if k in _DECODE_FIELDS or k == "threshold"}
+        decode = DecodeConfig.of(changes.pop("decode", self.decode), **decode_changes)
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "decode"}
+        return RunConfig(**{**own, **changes}, decode=decode)
 
     @property
     def label(self) -> str:
@@ -244,17 +254,18 @@ def model_fingerprint(model: str) -> str | None:
 def harness_args(config: RunConfig, out: str | Path) -> argparse.Namespace:
     """The ``python -m tspd eval`` arguments of ``config`` (what :func:`tspd.evaluate.run` takes).
 
-    CE settings travel as a dict in ``ce`` (``generate`` accepts ``ce=dict``); the eval command line
-    has no flag for them yet.
+    CE settings travel as a dict in ``ce`` (:class:`DecodeConfig` accepts ``ce=dict``); the eval
+    command line has no flag for them yet.
     """
+    d = config.decode
     return argparse.Namespace(
-        task=config.task, model=config.model, policy=config.policy,
-        policy_arg=[f"{k}={json.dumps(v)}" for k, v in config.policy_kwargs.items()],
-        ce=dict(config.ce_kwargs) if config.ce and config.ce_kwargs else config.ce,
-        cache=config.cache, gen_length=config.gen_length, block_length=config.block_length,
-        steps=config.steps, threshold=None, temperature=0.0, seed=config.seed, limit=config.limit,
-        batch_size=config.batch_size, device=config.device, dtype=config.dtype, chat="auto",
-        data_dir=None, source=None, grade_workers=2, out=str(out))
+        task=config.task, model=config.model, policy=d.policy,
+        policy_arg=[f"{k}={json.dumps(v)}" for k, v in d.policy_kwargs.items()],
+        ce=dict(d.ce_kwargs) if d.ce and d.ce_kwargs else d.ce,
+        cache=d.cache, gen_length=d.gen_length, block_length=d.block_length, steps=d.steps, threshold=None,
+        temperature=d.temperature, confidence_dtype=d.confidence_dtype, fast=d.fast, seed=config.seed,
+        limit=config.limit, batch_size=config.batch_size, device=config.device, dtype=config.dtype, chat="auto",
+        data_dir=None, source=None, grade_workers=2, controller=None, truncate_prompt=False, out=str(out))
 
 
 def eval_command(config: RunConfig, results_dir: str | Path | None = None) -> str:
@@ -268,17 +279,20 @@ def eval_command(config: RunConfig, results_dir: str | Path | None = None) -> st
     parts += [f"--cache {a.cache}", f"--gen-length {a.gen_length}", f"--block-length {a.block_length}",
               f"--steps {a.steps}", f"--seed {a.seed}", f"--batch-size {a.batch_size}", f"--device {a.device}",
               f"--dtype {a.dtype}"]
+    parts += [f"--temperature {a.temperature}"] if a.temperature else []
+    parts += [f"--confidence-dtype {a.confidence_dtype}"] if a.confidence_dtype != "float32" else []
+    parts += ["--fast"] if a.fast else []
     parts += [f"--limit {a.limit}"] if a.limit else []
     return " ".join(parts + [f"--out {shlex.quote(a.out)}"])
 
 
-def _cached_backend():
+def _cached_seam() -> "evaluate.Seam":
     """The harness's (load_model, generate) seam, with models cached per process."""
     return (lambda name, device="cpu", dtype=None: get_model(name, device, dtype)), generate
 
 
 def _to_result(config: RunConfig, rows: list[dict], path: Path, name: str, computed: int) -> "RunResult":
-    summary = evaluate.summarize(rows)
+    summary = summarize(rows)
     out = {"n": summary["n"],
            "accuracy": None if summary["accuracy"] is None else 100.0 * summary["accuracy"],
            "nfe_mean": summary["nfe_mean"], "tps": summary["tps"], "tps_nonpad": summary["tps_nonpad"],
@@ -296,7 +310,7 @@ def _paths(results_dir: Path, key: str) -> dict[str, Path]:
 
 def _stored(path: Path) -> dict[str, dict]:
     """Stored rows by id (the harness's reader: a torn last line is dropped)."""
-    return {r["id"]: r for r in evaluate.ResultsFile(path).load()}
+    return {r["id"]: r for r in ResultsFile(path).load()}
 
 
 def _retire(results_dir: Path, key: str) -> None:
@@ -358,18 +372,15 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
                     tspd_revision=git_revision())
         paths["meta"].write_text(json.dumps(meta, indent=1) + "\n")
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
-        original, evaluate.backend = evaluate.backend, _cached_backend
         try:
             with quiet:
-                evaluate.run(harness_args(config, paths["rows"]))
-        except evaluate.ResultsError as e:
+                evaluate.run(harness_args(config, paths["rows"]), seam=_cached_seam())
+        except ResultsError as e:
             if force:
                 raise
             # rows written under another harness configuration: keep them aside and start again
             warnings.warn(f"{config.label}: {e}; recomputing")
             return run(config, progress=progress, results_dir=results_dir, force=True)
-        finally:
-            evaluate.backend = original
     rows = _stored(paths["rows"])
     picked = [rows[s["id"]] for s in samples]
     return _to_result(config, picked, paths["rows"], name, len(todo))

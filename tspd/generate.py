@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .controllers import Controller, Decision, StepView, make_controller
+from .controllers import Decision, StepView, make_controller
 from .features import StepStats, TraceState, relative_position, step_stats
-from .loading import decode_lengths
-from .validate import CACHE_MODES, UsageError, check_fits, check_lengths, check_policy, max_positions
+from .decode_config import DecodeConfig
+from .validate import CACHE_MODES, UsageError, check_fits, max_positions  # noqa: F401 (CACHE_MODES re-exported)
 from .schedule import num_transfer_tokens
 
 
@@ -133,56 +133,43 @@ def decode_texts(tokenizer, token_ids: torch.Tensor, stop_ids: list[int]) -> lis
 
 
 @torch.no_grad()
-def generate(model, prompts, gen_length: int | None = None, block_length: int | None = None, steps: int | None = None,
-             policy: str | Controller = "vanilla", ce=False, cache: str = "none", temperature: float = 0.0,
-             tokenizer=None, threshold: float | None = None, policy_kwargs: dict | None = None,
-             ce_kwargs: dict | None = None, record_trace: bool = False,
-             confidence_dtype: torch.dtype = torch.float32, add_special_tokens: bool = False,
-             seed: int | None = None, profile: bool = False, fast: bool = False,
-             truncate_prompt: bool = False) -> Generation:
+def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=None, record_trace: bool = False,
+             add_special_tokens: bool = False, profile: bool = False, truncate_prompt: bool = False,
+             **overrides) -> Generation:
     """Decode ``prompts`` with a masked diffusion LM, block by block (paper Algorithm 1).
 
     Args:
         model: a loaded model (``tspd.load_model``) with ``.special`` token ids and ``.tokenizer``.
         prompts: list of strings (tokenized with ``tokenizer`` / ``model.tokenizer``), list of id lists,
             or a [B, P] id tensor. Batches are left-padded and padding is never attended.
-        gen_length, block_length: generated positions and block width (semi-AR blocks, left to right);
-            None: the checkpoint's own (:func:`tspd.loading.decode_lengths`: its ``tspd_task``, else 256 / 32).
-        steps: LLaDA's step budget for the whole generation (default ``gen_length``: 1 token per step);
-            the fixed-schedule policy uses exactly ``steps // num_blocks`` forwards per block.
-        policy: controller name (``tspd.controllers.REGISTRY``) or a Controller instance.
-        ce: Confidence Extrapolation: False, True (defaults) or an extrapolator instance.
-        cache: ``none``, ``prefix`` or ``dual`` (Fast-dLLM's KV caches; first step of a block is a full forward).
-        temperature: 0 for greedy, else Gumbel-max sampling at this temperature.
-        threshold: shortcut for ``policy_kwargs={"threshold": ...}``.
+        config: the decoding (:class:`tspd.decode_config.DecodeConfig`: controller, CE, cache, window,
+            steps, temperature, seed, confidence dtype, fast path); None: the defaults, i.e. vanilla
+            LLaDA decoding, one token per step over the checkpoint's own window.
+        **overrides: DecodeConfig fields changed for this call (``policy="tspd", ce=True,
+            cache="dual"``), plus ``threshold=`` as sugar for ``policy_kwargs={"threshold": ...}``.
         record_trace: also return per-step, per-token traces (:class:`Trace`).
-        confidence_dtype: dtype of the softmax statistics (LLaDA bf16, Fast-dLLM float64, ours float32).
         profile: split the wall time into model forwards and control (synchronises the device at
             each boundary, so leave it off when measuring throughput).
-        fast: replay every window forward from a CUDA graph with static buffers (:mod:`tspd.graphs`);
-            the same tokens as the eager path. On a CPU the same static-buffer path runs eagerly.
         truncate_prompt: a prompt that does not fit the model's positions with the window is refused
             (:class:`tspd.validate.UsageError`); True keeps its last tokens instead, with a warning.
 
+    The first forward of a block is over the whole canvas; with a cache (``prefix``/``dual``, Fast-dLLM)
+    later ones cover the block and suffix, or the block alone. ``fast`` replays every window forward
+    from a CUDA graph with static buffers (:mod:`tspd.graphs`); on a CPU the same path runs eagerly.
+
     Bad arguments raise :class:`tspd.validate.UsageError` (a ValueError) before any decoding.
     """
-    if gen_length is None or block_length is None:
-        own = decode_lengths(model)
-        gen_length, block_length = gen_length or own[0], block_length or own[1]
-    steps = gen_length if steps is None else steps
-    num_blocks = check_lengths(gen_length, block_length, steps)
-    if cache not in CACHE_MODES:
-        raise ValueError(f"cache must be one of {CACHE_MODES}, got {cache!r}")
+    cfg = DecodeConfig.of(config, **overrides).resolved(model)
+    gen_length, block_length, steps, cache = cfg.gen_length, cfg.block_length, cfg.steps, cfg.cache
+    temperature, seed, fast = cfg.temperature, cfg.seed, cfg.fast
+    confidence_dtype = getattr(torch, cfg.confidence_dtype)
+    num_blocks = cfg.num_blocks
     steps_per_block = steps // num_blocks
-    kwargs = dict(policy_kwargs or {})
-    if threshold is not None:
-        kwargs["threshold"] = threshold
-    check_policy(policy, kwargs)
-    controller = make_controller(policy, **kwargs)
+    controller = make_controller(cfg.policy, **cfg.policy_kwargs)
     extrapolator = None
-    if ce:
+    if cfg.ce:
         from .extrapolate import make_extrapolator
-        extrapolator = make_extrapolator(ce, **(ce_kwargs or {}))
+        extrapolator = make_extrapolator(cfg.ce, **cfg.ce_kwargs)
 
     special, device = model.special, model.device
     generator = torch.Generator(device=device).manual_seed(seed) if seed is not None and temperature > 0 else None

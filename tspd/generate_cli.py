@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from .decode_config import DecodeConfig
 from .loading import load_model
 from .tasks import render_prompt
 from .validate import CACHE_MODES
@@ -43,24 +44,23 @@ def format_prompt(tokenizer, text: str, chat: str) -> str:
     return render_prompt(text, tokenizer, {"on": True, "off": False}.get(chat))
 
 
-def check(args) -> dict:
-    """Every argument checked before the weights load (they take minutes for an 8B model)."""
-    from .loading import decode_lengths, read_config, resolve_path
-    from .validate import UsageError, check_controller_files, check_device, check_dtype, check_lengths, check_policy
+def check(args) -> DecodeConfig:
+    """Every argument checked before the weights load (they take minutes for an 8B model); the decoding
+    asked for, with the checkpoint's window where none is given."""
+    from .loading import read_config, resolve_path
+    from .validate import UsageError, check_controller_files, check_device, check_dtype
     if not args.prompt.strip():
         raise UsageError("empty prompt: pass the question text with --prompt")
     check_device(args.device)
     check_dtype(args.dtype)
     read_config(resolve_path(args.model))             # a directory with a config.json of a known architecture
-    own = decode_lengths(args.model)
-    gen_length, block_length = args.gen_length or own[0], args.block_length or own[1]
-    check_lengths(gen_length, block_length, args.steps or gen_length)
-    kwargs = {} if args.threshold is None else {"threshold": args.threshold}
-    if args.controller:
-        kwargs["weights"] = controller_weights(args.controller, args.policy)
-    check_policy(args.policy, kwargs)
-    check_controller_files(args.model, args.policy, kwargs)
-    return dict(gen_length=gen_length, block_length=block_length, policy_kwargs=kwargs)
+    kwargs = {} if args.controller is None else {"weights": controller_weights(args.controller, args.policy)}
+    decode = DecodeConfig.of(policy=args.policy, policy_kwargs=kwargs, threshold=args.threshold, ce=args.ce,
+                             cache=args.cache, gen_length=args.gen_length, block_length=args.block_length,
+                             steps=args.steps, temperature=args.temperature, seed=args.seed,
+                             fast=args.fast).resolved(args.model)
+    check_controller_files(args.model, args.policy, decode.policy_kwargs)
+    return decode
 
 
 def controller_weights(controller: str, policy: str) -> str:
@@ -81,13 +81,10 @@ def controller_weights(controller: str, policy: str) -> str:
 
 def main(args) -> int:
     from .generate import generate
-    checked = check(args)
+    decode = check(args)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     prompt = format_prompt(model.tokenizer, args.prompt, args.chat)
-    out = generate(model, [prompt], gen_length=checked["gen_length"], block_length=checked["block_length"],
-                   steps=args.steps, policy=args.policy, policy_kwargs=checked["policy_kwargs"], ce=args.ce,
-                   cache=args.cache, temperature=args.temperature, seed=args.seed, fast=args.fast,
-                   truncate_prompt=args.truncate_prompt)
+    out = generate(model, [prompt], decode, truncate_prompt=args.truncate_prompt)
     if args.json:
         print(json.dumps({"text": out.texts[0] if out.texts else None, "token_ids": out.token_ids[0].tolist(),
                           "nfe": out.nfe, "seconds": round(out.seconds, 4),

@@ -29,6 +29,7 @@ import torch
 
 from .controllers import Controller, StepView, make_controller
 from .controllers.egp import EGP
+from .decode_config import DecodeConfig
 from .generate import CACHE_MODES, generate
 from .tasks import render_prompt
 
@@ -99,18 +100,18 @@ def collect(model, prompts: list, *, gen_length: int | None = None, block_length
     from tqdm.auto import tqdm
     feats, labels, masked, offsets, prompt_idx, blocks = [], [], [], [0], [], []
     stats = dict(egp_matches_vanilla=0, egp_rows=0, rows=0, forwards=0, vanilla_forwards=0)
-    common = dict(gen_length=gen_length, block_length=block_length, steps=steps, cache=cache)
+    base = DecodeConfig(gen_length=gen_length, block_length=block_length, steps=steps, cache=cache)
     bar = tqdm(total=len(prompts), desc=f"collect-traces ({policy})", disable=not progress, unit="prompt")
     for k, start in enumerate(range(0, len(prompts), batch_size)):
         batch = prompts[start:start + batch_size]
         use_egp = policy == "egp" or (policy == "mixed" and k % 2 == 0)
         if use_egp:
-            ref = generate(model, batch, policy="vanilla", **common)
+            ref = generate(model, batch, base)
             stats["vanilla_forwards"] += ref.nfe
             rec = Recorder(EGP(reference=ref.token_ids))
         else:
             rec = Recorder(make_controller("vanilla"))
-        out = generate(model, batch, policy=rec, ce=ce, ce_kwargs=ce_kwargs, **common)
+        out = generate(model, batch, base, policy=rec, ce=ce, ce_kwargs=ce_kwargs)
         stats["forwards"] += out.nfe
         stats["rows"] += len(batch)
         if use_egp:

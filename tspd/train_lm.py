@@ -297,15 +297,16 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
              steps: int | None = None, policy: str = "vanilla", threshold: float | None = None,
              batch: int = 500) -> dict:
     """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems``."""
+    from .decode_config import DecodeConfig
     from .generate import generate
 
     steps = gen_length if steps is None else steps
+    decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
+                             steps=steps)
     correct, nfe = 0, []
     for i in range(0, len(problems), batch):
         chunk = problems[i:i + batch]
-        out = generate(model, [arith.prompt(p) for p in chunk], gen_length=gen_length,
-                       block_length=block_length, steps=steps, policy=policy, temperature=0.0,
-                       threshold=threshold)
+        out = generate(model, [arith.prompt(p) for p in chunk], decode)
         correct += sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
         nfe.append(out.nfe)
     return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
