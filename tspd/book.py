@@ -67,6 +67,18 @@ def lengths(model: str, gen_length: int = 0, block_length: int = 0) -> tuple[int
     return gen_length or own[0], block_length or own[1]
 
 
+def base_run(model: str, limit: int, gen_length: int, block_length: int, steps: int, device: str, dtype: str,
+             seed: int, batch_size: int) -> RunConfig:
+    """The run a table notebook starts from, from its parameter cell (vanilla decoding).
+
+    The parameter cell's "unset" values mean the defaults: ``gen_length`` / ``block_length`` 0 the
+    checkpoint's own window, ``steps`` 0 one token per step, ``dtype`` "" the device's (float32 on a
+    CPU, bfloat16 on a GPU), ``limit`` 0 the whole test split.
+    """
+    return RunConfig(model=model, limit=limit, gen_length=gen_length or None, block_length=block_length or None,
+                     steps=steps or None, device=device, dtype=dtype or None, seed=seed, batch_size=batch_size)
+
+
 def setup(device: str = "cpu", threads: int = 0, seed: int = 0) -> str:
     """Seed everything and size torch's CPU thread pool; returns the device's name for labels.
 

@@ -178,6 +178,57 @@ def controller(data: dict, cfg: TrainConfig, results_dir=None, progress: bool = 
     return stem
 
 
+@dataclass(frozen=True)
+class Study:
+    """Tables 6-11's two stages with one notebook's settings: trace sets (stage 1, Appendix A.4) and
+    the TSPD controllers trained on them (stage 2, Appendix A.5), both cached in ``store``.
+
+    The fields are the notebooks' parameters of the same names; 0 and "" mean the defaults, as in
+    the parameter cells (the checkpoint's window, one token per step, the device's dtype).
+    """
+    model: str = "tiny-arith"
+    trace_source: str = "arith-traces"   # tspd.traces.load_prompts source: arith-traces, flan, or a file
+    trace_prompts: int = 24              # prompts traced (the paper: 2,640)
+    trace_batch: int = 8                 # prompts decoded together while tracing
+    flan_source: str = ""                # with trace_source flan: a local FLAN JSONL file or a hub id
+    chat: bool = False                   # wrap the trace prompts in the tokenizer's chat template
+    gen_length: int = 0
+    block_length: int = 0
+    steps: int = 0
+    device: str = "cpu"
+    dtype: str = ""
+    epochs: int = 60                     # training epochs at most (early stopping ends sooner)
+    train_batch: int = 16                # block sequences per optimiser step
+    patience: int = 20                   # epochs without a better validation loss before stopping
+    seed: int = 0
+    store: str | Path | None = None      # where traces and controllers are cached (None: DEFAULT_DIR)
+
+    def traces(self, policy: str, n: int = 0) -> dict:
+        """Stage 1: the traces of ``n`` (default ``trace_prompts``) prompts decoded by ``policy``."""
+        spec = TraceSpec(model=self.model, prompts=self.trace_source, n=n or self.trace_prompts, policy=policy,
+                         gen_length=self.gen_length or None, block_length=self.block_length or None,
+                         steps=self.steps or None, batch_size=self.trace_batch, device=self.device,
+                         dtype=self.dtype or None, flan_source=self.flan_source or None, chat=self.chat)
+        return traces(spec, results_dir=self.store)
+
+    def train(self, data: dict, **changes) -> Path:
+        """Stage 2: a TSPD controller trained on ``data`` (this study's defaults plus ``changes``)."""
+        cfg = TrainConfig(epochs=self.epochs, batch=self.train_batch, patience=self.patience, seed=self.seed,
+                          **changes)
+        return controller(data, cfg, results_dir=self.store)
+
+
+def controller_columns(stem: str | Path) -> dict:
+    """What a trained controller achieved on its held-out prompts (gate at 0.5), as table columns:
+    params, hidden size, features, validation blocks, best epoch, safe share, precision, recall, fix rate."""
+    s = summary(stem)
+    v = s["summary"]["val"]
+    return {"params": s["params"], "hidden_size": s["hidden"], "features": ", ".join(s["features"]),
+            "val blocks": s["summary"]["val_units"], "best epoch": s["summary"]["best_epoch"],
+            "safe share": s["summary"]["fix_safe_fraction"], "precision": v["precision"],
+            "recall": v["recall"], "fix rate": v["fix_rate"]}
+
+
 def summary(stem: str | Path) -> dict:
     """The saved config of a trained variant (params, best epoch, validation precision/recall...)."""
     return json.loads(Path(stem).with_suffix(".json").read_text())
@@ -187,5 +238,5 @@ def curve(stem: str | Path) -> dict:
     return json.loads(Path(f"{stem}.curve.json").read_text())
 
 
-__all__ = ["TraceSpec", "traces", "subset", "mix", "stabilization_ratio", "controller", "fingerprint",
-           "summary", "curve", "DEFAULT_DIR"]
+__all__ = ["TraceSpec", "Study", "traces", "subset", "mix", "stabilization_ratio", "controller",
+           "controller_columns", "fingerprint", "summary", "curve", "DEFAULT_DIR"]
