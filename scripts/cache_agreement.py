@@ -3,7 +3,7 @@
 For each stateless controller (vanilla, Fast-dLLM at 0.9) and cache (prefix, dual), decodes the first N
 held-out arith problems one at a time with and without the cache, recording traces, and writes
 ``results/cache_agreement.json``: same final answer and same text as the no-cache run, and for the runs
-that part, the first parting step (``tspd.cache_agreement``). Per-problem rows go to
+that part, the first parting step (``tspd.eval.cache_agreement``). Per-problem rows go to
 ``<out>.samples.jsonl`` as they are made; a rerun skips what is there.
 
     .venv/bin/python scripts/cache_agreement.py --n 500 --threads 2
@@ -21,11 +21,12 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tspd import arith, load_model                                      # noqa: E402
-from tspd.cache_agreement import as_dict, first_parting, summarise, Parting  # noqa: E402
-from tspd.claims import wilson                                         # noqa: E402
-from tspd.generate import generate                                      # noqa: E402
-from tspd.provenance import device_name, git_revision                   # noqa: E402
+from tspd import load_model  # noqa: E402
+from tspd.eval.tasks import arith
+from tspd.eval.cache_agreement import as_dict, first_parting, summarise, Parting  # noqa: E402
+from tspd.eval.results import wilson  # noqa: E402
+from tspd.decoding.loop import generate  # noqa: E402
+from tspd.provenance import device_name, git_revision  # noqa: E402
 
 POLICIES = {"vanilla": {}, "fast-dllm": {"threshold": 0.9}}
 CACHES = ("prefix", "dual")

@@ -27,13 +27,14 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tspd import arith, load_model                                # noqa: E402
-from tspd.controllers import Controller, make_controller         # noqa: E402
-from tspd.extrapolate import make_extrapolator                    # noqa: E402
-from tspd.generate import CACHE_MODES, generate                   # noqa: E402
-from tspd.claims import wilson                                   # noqa: E402
-from tspd.loading import decode_lengths                          # noqa: E402
-from tspd.provenance import device_name, git_revision            # noqa: E402
+from tspd import load_model  # noqa: E402
+from tspd.eval.tasks import arith
+from tspd.decoding.controllers import Controller, make_controller  # noqa: E402
+from tspd.decoding.extrapolate import make_extrapolator  # noqa: E402
+from tspd.decoding.loop import CACHE_MODES, generate  # noqa: E402
+from tspd.eval.results import wilson  # noqa: E402
+from tspd.models.loading import decode_lengths  # noqa: E402
+from tspd.provenance import device_name, git_revision  # noqa: E402
 
 CONTROLLERS = {                      # row name -> (policy, kwargs): each method's default setting
     "vanilla": ("vanilla", {}),

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tspd import LLaDAConfig, LLaDAModelLM, SpecialTokens
-from tspd.tasks import data as task_data
+from tspd.eval.tasks import data as task_data
 
 # The benchmark data: ../shared/data (or $TSPD_DATA_DIR) when present, else the few rows of each
 # benchmark vendored under tests/data, so the harness tests always run.
@@ -22,6 +22,15 @@ SIZES = FULL_SIZES if FULL_DATA else {"gsm8k": 40, "math": 6, "math500": 6, "hum
 
 # Tiny models run fastest on one thread, and several test processes may share the cores.
 torch.set_num_threads(1)
+
+
+
+def pytest_collection_modifyitems(config, items):
+    """The executed notebooks (nbval) belong to the slow tier: ``pytest -m "not slow"`` skips them."""
+    for item in items:
+        if str(item.path).endswith(".ipynb"):
+            item.add_marker(pytest.mark.slow)
+
 
 VOCAB = 40
 MASK, EOS = 39, 38   # the tiny config's own ids (written into its config like a real checkpoint)
@@ -77,7 +86,7 @@ class Spy:
 
 def seeded_net(kind: str, seed: int = 0, **arch):
     """A TSPD (``arch`` -> TSPDConfig) or Learn2PD network with seeded random weights."""
-    from tspd.controllers.learn2pd import Learn2PDNet
-    from tspd.controllers.tspd import TSPDConfig, TSPDNet
+    from tspd.decoding.controllers.learn2pd import Learn2PDNet
+    from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
     torch.manual_seed(seed)
     return TSPDNet(TSPDConfig(**arch)) if kind == "tspd" else Learn2PDNet()

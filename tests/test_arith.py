@@ -1,4 +1,4 @@
-"""The synthetic GSM8K-style task (tspd.arith) and the character tokenizer (tspd.char_tokenizer)."""
+"""The synthetic GSM8K-style task (tspd.eval.tasks.arith) and the character tokenizer (tspd.models.char_tokenizer)."""
 from __future__ import annotations
 
 import random
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from tspd import arith
-from tspd.char_tokenizer import BOS, EOS, MASK, UNK, build_tokenizer
+from tspd.eval.tasks import arith
+from tspd.models.char_tokenizer import BOS, EOS, MASK, UNK, build_tokenizer
 
 GEN_LENGTH, BLOCK = arith.GEN_LENGTH, arith.BLOCK_LENGTH
 STEP = re.compile(r"(\d+)([-+*/])(\d+) = (\d+)")

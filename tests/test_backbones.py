@@ -20,10 +20,10 @@ import pytest
 import torch
 
 import tspd
-from tspd.controllers import REGISTRY
-from tspd.generate import generate
-from tspd.models import apply_partial_rope, checkpoint_model_type
-from tspd.model import apply_rope, rope_cos_sin
+from tspd.decoding.controllers import REGISTRY
+from tspd.decoding.loop import generate
+from tspd.models.hf_decoder import apply_partial_rope, checkpoint_model_type
+from tspd.models.llada import apply_rope, rope_cos_sin
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -392,10 +392,10 @@ def policy_kwargs(model, policy: str) -> dict:
     if policy == "fast-dllm":
         return {"threshold": 0.7}
     if policy == "learn2pd":
-        from tspd.controllers.learn2pd import Learn2PDNet
+        from tspd.decoding.controllers.learn2pd import Learn2PDNet
         return {"net": Learn2PDNet()}
     if policy == "tspd":
-        from tspd.controllers.tspd import TSPDConfig, TSPDNet
+        from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
         return {"net": TSPDNet(TSPDConfig())}
     if policy == "egp":
         return {"reference": generate(model, PROMPTS, gen_length=16, block_length=8, steps=16).token_ids}
@@ -420,7 +420,7 @@ def test_every_controller_decodes_with_every_cache(dream_dir, moe_dir, kind, cac
 
 @pytest.mark.parametrize("kind", ["dream", "moe"])
 def test_confidence_extrapolation_runs_on_the_backbones(dream_dir, moe_dir, kind):
-    pytest.importorskip("tspd.extrapolate")
+    pytest.importorskip("tspd.decoding.extrapolate")
     model = tspd.load_model(dream_dir if kind == "dream" else moe_dir)
     for cache in ("none", "dual"):
         out = run_policy(model, "fast-dllm", cache, ce=True)

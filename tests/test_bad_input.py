@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tspd import cli
-from tspd.loading import resolve_path
+from tspd.models.loading import resolve_path
 
 ZOO = resolve_path("tiny-arith")
 
@@ -55,7 +55,7 @@ EVAL = [
     ("out is a directory", ["--out", "{out_dir}"], "is a directory"),
     ("negative limit", ["--limit", "-1"], "--limit must be >= 0"),
     ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
-    ("task version", ["--model", "{old-task}"], "another version of tspd.arith"),
+    ("task version", ["--model", "{old-task}"], "another version of tspd.eval.tasks.arith"),
     ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
     ("controller for a fixed policy", ["--controller", "tiny-arith"], "--controller is for the learned policies"),
 ]
@@ -102,7 +102,7 @@ def test_debug_shows_the_traceback():
 
 def test_generate_function_refuses_before_decoding():
     from tspd import load_model
-    from tspd.generate import generate
+    from tspd.decoding.loop import generate
     from tspd.validate import UsageError
     model = load_model("tiny-arith")
     with pytest.raises(UsageError, match="exceeds the model's 512"):
@@ -124,7 +124,7 @@ def test_truncation_only_when_asked_and_counted(capsys):
 
 
 def test_eval_summary_counts_truncated_prompts():
-    from tspd import evaluate
+    from tspd.eval import harness as evaluate
     rows = [{"id": str(i), "correct": i == 0, "nfe": 1, "batch": "s:0", "batch_size": 3, "batch_seconds": 1.0,
              "gen_length": 8, "warmup": True, "gen_tokens": 1, **({"prompt_truncated": True} if i else {})}
             for i in range(3)]

@@ -4,10 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
 from tspd import bench
 from tspd.provenance import device_name
 
 
+@pytest.mark.slow
 def test_bench_step_tiny_shape_writes_results(tmp_path):
     p = argparse.ArgumentParser()
     bench.add_arguments(p)

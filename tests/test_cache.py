@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tspd.controllers.learn2pd import Learn2PD
-from tspd.controllers.tspd import TSPD
-from tspd.features import step_stats
-from tspd.generate import generate
+from tspd.decoding.controllers.learn2pd import Learn2PD
+from tspd.decoding.controllers.tspd import TSPD
+from tspd.decoding.features import step_stats
+from tspd.decoding.loop import generate
 
 from conftest import MASK, Spy, prompts, random_model, seeded_net
 
@@ -79,8 +79,8 @@ def test_egp_under_a_cache_reproduces_vanilla_under_the_same_cache():
 @pytest.mark.parametrize("cache", ["none", "dual"])
 def test_controller_features_do_not_depend_on_the_batch(cache):
     """A row that finished its block idles while others decode; its traces (EWMA, momentum, CE) must not move."""
-    from tspd.controllers import make_controller
-    from tspd.traces import Recorder
+    from tspd.decoding.controllers import make_controller
+    from tspd.training.traces import Recorder
 
     m = random_model(seed=7, scale=0.8)
     ps = prompts(8, seed=11)

@@ -1,10 +1,10 @@
-"""tspd.cache_agreement: where a cached run parts from its no-cache twin."""
+"""tspd.eval.cache_agreement: where a cached run parts from its no-cache twin."""
 from __future__ import annotations
 
 import torch
 
-from tspd.cache_agreement import final_tokens, first_parting, summarise
-from tspd.generate import Trace
+from tspd.eval.cache_agreement import final_tokens, first_parting, summarise
+from tspd.decoding.loop import Trace
 
 L = 4
 

@@ -1,10 +1,10 @@
-"""Verdicts read off intervals (tspd.claims): above, below, straddling; and the paired bootstrap."""
+"""Verdicts read off intervals (tspd.book.claims): above, below, straddling; and the paired bootstrap."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tspd import claims
+from tspd.book import claims
 
 
 @pytest.mark.parametrize("lo,hi,bound,above,expected", [

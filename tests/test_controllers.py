@@ -4,13 +4,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tspd.controllers import StepView, make_controller
-from tspd.controllers.credit import CreditDecoding
-from tspd.controllers.egp import EGP
-from tspd.controllers.learn2pd import Learn2PD, Learn2PDNet, eot_position
-from tspd.controllers.prophet import Prophet
-from tspd.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_without, save_controller
-from tspd.generate import generate
+from tspd.decoding.controllers import StepView, make_controller
+from tspd.decoding.controllers.credit import CreditDecoding
+from tspd.decoding.controllers.egp import EGP
+from tspd.decoding.controllers.learn2pd import Learn2PD, Learn2PDNet, eot_position
+from tspd.decoding.controllers.prophet import Prophet
+from tspd.decoding.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_without, save_controller
+from tspd.decoding.loop import generate
 
 from conftest import EOS, MASK, Spy, prompts, random_model, seeded_net
 

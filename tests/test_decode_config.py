@@ -63,5 +63,5 @@ def test_generate_takes_the_config_whole_or_as_overrides(tiny_model):
 
 def _config_with_window(gen_length: int, block_length: int):
     """A stand-in for a loaded model whose checkpoint names its window (tspd_task)."""
-    from tspd.config import LLaDAConfig
+    from tspd.models.config import LLaDAConfig
     return LLaDAConfig(extra={"tspd_task": {"gen_length": gen_length, "block_length": block_length}})

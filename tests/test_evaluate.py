@@ -1,4 +1,4 @@
-"""The eval and grade commands (tspd.evaluate, tspd.grade_cli): reference runs, the resumable results
+"""The eval and grade commands (tspd.eval.harness, tspd.grade_cli): reference runs, the resumable results
 file, throughput accounting, a fake model, hostile code and a run killed mid-way."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tspd import evaluate
+from tspd.eval import harness as evaluate
 from tspd.cli import main as cli
-from tspd.loading import SpecialTokens
-from tspd.tasks import get_task
+from tspd.models.loading import SpecialTokens
+from tspd.eval.tasks import get_task
 from conftest import SIZES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,11 +47,13 @@ def test_reference_gsm8k_full(tmp_path):
     assert s["nfe_mean"] == 0 and s["tps"] is None
 
 
+@pytest.mark.slow
 def test_reference_math500_full(tmp_path):
     s = eval_reference(tmp_path, "math500")
     assert (s["n"], s["correct"]) == (SIZES["math500"],) * 2, failing(tmp_path, "math500")
 
 
+@pytest.mark.slow
 def test_reference_humaneval_full(tmp_path):
     s = eval_reference(tmp_path, "humaneval")
     assert (s["n"], s["correct"]) == (SIZES["humaneval"],) * 2, failing(tmp_path, "humaneval")
@@ -291,7 +293,7 @@ def test_hostile_completions_fail_and_the_evaluator_survives(monkeypatch, tmp_pa
 # ---- killed mid-run, then resumed --------------------------------------------------------------
 SLOW_REFERENCE = """
 import sys, time
-from tspd.tasks.gsm8k import GSM8K
+from tspd.eval.tasks.gsm8k import GSM8K
 
 _reference = GSM8K.reference_completion
 
@@ -307,6 +309,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_every_id_exactly_once(tmp_path):
     script = tmp_path / "slow_eval.py"
     script.write_text(SLOW_REFERENCE)
@@ -376,8 +379,8 @@ def test_grade_command_code_task_and_bad_input(tmp_path, capsys):
 def test_real_generate_with_a_random_tiny_model(monkeypatch, tmp_path):
     """The evaluator against the package's own generate(): a random model with the char tokenizer."""
     from conftest import random_model
-    from tspd.char_tokenizer import build_tokenizer
-    from tspd.evaluate import package_seam
+    from tspd.models.char_tokenizer import build_tokenizer
+    from tspd.eval.harness import package_seam
 
     tok = build_tokenizer()
     model = random_model(vocab_size=len(tok), mask_token_id=tok.mask_token_id, eos_token_id=tok.eos_token_id,

@@ -1,4 +1,4 @@
-"""The run registry (tspd.experiments): stable keys, reuse of stored results, resume after a crash.
+"""The run registry (tspd.eval.experiments): stable keys, reuse of stored results, resume after a crash.
 
 A fake task (prompts are id lists) and the tiny random model of conftest (with a tokenizer that
 prints ids) stand in for real ones; ``generate`` and the evaluation harness run for real, in
@@ -11,9 +11,9 @@ import json
 import pytest
 import torch
 
-from tspd import experiments
-from tspd.experiments import RunConfig
-from tspd.loading import decode_lengths
+from tspd.eval import experiments
+from tspd.eval.experiments import RunConfig
+from tspd.models.loading import decode_lengths
 
 from conftest import prompts, random_model
 
@@ -187,7 +187,7 @@ def test_changed_checkpoint_is_recomputed(registry, monkeypatch):
 
 
 def test_result_row_for_side_by_side(registry):
-    from tspd import reported
+    from tspd.book import reported
     _, tmp = registry
     res = experiments.run(config(), results_dir=tmp, progress=False)
     row = res.row(method="Fast-dLLM")
@@ -198,7 +198,7 @@ def test_result_row_for_side_by_side(registry):
 
 
 def test_eval_command_matches_the_harness_arguments(tmp_path):
-    from tspd import evaluate
+    from tspd.eval import harness as evaluate
     c = config(ce=True, ce_kwargs={}, cache="dual", device="cuda", limit=0)
     cmd = experiments.eval_command(c, tmp_path)
     assert cmd.startswith("python -m tspd eval --task fake --model fake --policy fast-dllm")
@@ -218,7 +218,7 @@ def test_replace_gen_length_brings_its_own_default_steps():
 
 
 def test_paper_config_shares_rows_across_tables():
-    from tspd import reported
+    from tspd.book import reported
     common = dict(model="/m/LLaDA-8B-Instruct", device="cuda", limit=0)
     t1 = {(r["method"], r.get("dagger", False)): r for r in reported.paper_table("table1", task="gsm8k")}
     vanilla = experiments.paper_config(t1["Vanilla", False], **common)

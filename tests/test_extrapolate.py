@@ -6,10 +6,10 @@ import math
 import pytest
 import torch
 
-from tspd.extrapolate import (CEConfig, ConfidenceExtrapolator, forecast, horizon_terms, kalman_step,
+from tspd.decoding.extrapolate import (CEConfig, ConfidenceExtrapolator, forecast, horizon_terms, kalman_step,
                               left_coverage, make_extrapolator, select_horizon)
-from tspd.features import StepStats
-from tspd.generate import generate
+from tspd.decoding.features import StepStats
+from tspd.decoding.loop import generate
 
 from conftest import prompts, random_model
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tspd.generate import generate
-from tspd.schedule import num_transfer_tokens
+from tspd.decoding.loop import generate
+from tspd.decoding.schedule import num_transfer_tokens
 
 from conftest import EOS, MASK, prompts, random_model
 
@@ -116,7 +116,7 @@ def test_threshold_policy_uses_fewer_forwards_and_stops_per_block():
 
 def test_lengths_default_to_the_checkpoints_own():
     """A checkpoint that names its window (config ``tspd_task``) decodes with it unless told otherwise."""
-    from tspd.loading import PAPER_LENGTHS, decode_lengths
+    from tspd.models.loading import PAPER_LENGTHS, decode_lengths
     model = random_model(extra={"tspd_task": {"gen_length": 16, "block_length": 8}})
     assert decode_lengths(model) == (16, 8)
     out = generate(model, prompts(2))

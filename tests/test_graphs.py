@@ -1,4 +1,4 @@
-"""The fast path (tspd.graphs): static buffers reused across calls decode the same tokens as the eager loop.
+"""The fast path (tspd.decoding.graphs): static buffers reused across calls decode the same tokens as the eager loop.
 
 On a CPU the runner runs its static-buffer path eagerly (CUDA graphs need a GPU; ``bench-step --fast
 --parity`` checks the captured graphs there), so these tests check everything but the capture itself:
@@ -12,8 +12,8 @@ import torch
 from conftest import Spy, prompts, random_model, seeded_net
 
 import tspd
-from tspd.generate import generate
-from tspd.graphs import StepGraphs, step_graphs
+from tspd.decoding.loop import generate
+from tspd.decoding.graphs import StepGraphs, step_graphs
 
 POLICIES = [("vanilla", {}, False), ("fast-dllm", {"threshold": 0.5}, False), ("tspd", "net", True),
             ("prophet", {}, False), ("credit", {}, True)]

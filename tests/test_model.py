@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tspd import load_model, save_model
-from tspd.loading import CheckpointError
+from tspd.models.loading import CheckpointError
 
 from conftest import random_model
 
@@ -142,7 +142,7 @@ def test_window_without_filled_cache_is_an_error(tiny_model):
 
 def test_rms_norm_is_llada_formula_bit_for_bit():
     """The fused F.rms_norm path equals LLaDA's fp32 formula exactly, in fp32 and bf16 models."""
-    from tspd.model import RMSNorm
+    from tspd.models.llada import RMSNorm
     torch.manual_seed(0)
     for dtype in (torch.float32, torch.bfloat16):
         norm = RMSNorm(64, 1e-5).to(dtype)

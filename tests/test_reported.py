@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tspd import reported
+from tspd.book import reported
 
 REPO = Path(__file__).resolve().parents[1]
 TEX = Path(os.environ.get("TSPD_PAPER_TEX", REPO.parent / "shared" / "paper" / "tspd_ce_paper.tex"))

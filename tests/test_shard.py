@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tspd.shard import Shard, merge, shard_files
+from tspd.eval.shard import Shard, merge, shard_files
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL = ["-m", "tspd", "eval", "--task", "arith", "--limit", "6", "--gen-length", "64", "--block-length", "32",
@@ -51,6 +51,7 @@ def test_merge_orders_rows_and_removes_shard_files(tmp_path):
 
 
 @pytest.mark.skipif(not (ROOT / "tspd/zoo/tiny-arith/config.json").exists(), reason="embedded model not built")
+@pytest.mark.slow
 def test_two_gloo_processes_match_one_process(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"

@@ -7,17 +7,18 @@ import sys
 
 import pytest
 
-from tspd import arith, load_model
-from tspd.experiments import REPO_ROOT
-from tspd.generate import generate
-from tspd.loading import decode_lengths, resolve_path
+from tspd import load_model
+from tspd.eval.tasks import arith
+from tspd.eval.experiments import REPO_ROOT
+from tspd.decoding.loop import generate
+from tspd.models.loading import decode_lengths, resolve_path
 
 ZOO = resolve_path("tiny-arith")
 
 
 def test_shipped_checkpoint_was_trained_on_this_version_of_the_task():
     task = json.loads((ZOO / "config.json").read_text())["tspd_task"]
-    assert task["fingerprint"] == arith.fingerprint(), "tspd.arith changed: retrain the embedded model"
+    assert task["fingerprint"] == arith.fingerprint(), "tspd.eval.tasks.arith changed: retrain the embedded model"
     assert decode_lengths("tiny-arith") == (task["gen_length"], task["block_length"]) == \
         (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
 
@@ -31,6 +32,7 @@ def test_shipped_training_record_matches_its_evaluation():
     assert "uncommitted" not in record.split("## ")[0]          # the run names a clean revision
 
 
+@pytest.mark.slow
 def test_shipped_model_has_learned_what_its_record_says():
     """Greedy, 1 token per step, the first 32 test problems: operands copied and products right in most
     solution lines (77 % of product lines on 60 problems in TRAINING.md), and some final answers."""
@@ -48,6 +50,7 @@ def test_shipped_model_has_learned_what_its_record_says():
     assert any(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, problems))
 
 
+@pytest.mark.slow
 def test_generate_command_answers_a_held_out_problem():
     """The shell command decodes exactly what generate() does, and so solves what the model solves."""
     model = load_model("tiny-arith")

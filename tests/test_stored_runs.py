@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from tspd import experiments
-from tspd.experiments import REPO_ROOT, RunConfig
+from tspd.eval import experiments
+from tspd.eval.experiments import REPO_ROOT, RunConfig
 
 RUNS = REPO_ROOT / "results" / "runs"
 N = 2   # samples recomputed per run

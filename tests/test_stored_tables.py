@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from tspd import arith
-from tspd.experiments import REPO_ROOT, get_model
-from tspd.generate import generate
+from tspd.eval.tasks import arith
+from tspd.eval.experiments import REPO_ROOT, get_model
+from tspd.decoding.loop import generate
 
 RESULTS = REPO_ROOT / "results"
 

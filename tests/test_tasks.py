@@ -1,4 +1,4 @@
-"""Task registry, data loading, prompt formats, stop strings and per-task grading (tspd.tasks)."""
+"""Task registry, data loading, prompt formats, stop strings and per-task grading (tspd.eval.tasks)."""
 from __future__ import annotations
 
 import gzip
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tspd.tasks import TASKS, TaskDataError, cut_at_stop, get_task, render_prompt, use_chat
-from tspd.tasks import data as task_data
-from tspd.tasks.code import extract_code
+from tspd.eval.tasks import TASKS, TaskDataError, cut_at_stop, get_task, render_prompt, use_chat
+from tspd.eval.tasks import data as task_data
+from tspd.eval.tasks.code import extract_code
 
 from conftest import FULL_DATA, SIZES
 
@@ -172,8 +172,8 @@ def test_arith_prompt_is_the_raw_question_even_for_chat_tokenizers():
 
 
 def test_arith_with_a_stub_generator(monkeypatch):
-    """The arith task only needs load_split and extract_answer from tspd.arith."""
-    import tspd.arith as arith
+    """The arith task only needs load_split and extract_answer from tspd.eval.tasks.arith."""
+    import tspd.eval.tasks.arith as arith
     stub = [{"id": "a-0", "question": "1+1?", "answer": "1+1 = 2.\n#### 2"},
             {"id": "a-1", "question": "2*3?", "answer": "2*3 = 6.\n#### 6"}]
     monkeypatch.setattr(arith, "load_split", lambda name, n=None: stub[:n])

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from tspd.cli import main as cli
-from tspd.controllers.learn2pd import Learn2PD
-from tspd.controllers.tspd import TSPD
-from tspd.generate import generate
-from tspd.traces import CHANNELS, collect, load_prompts, load_traces
-from tspd.train_controller import TrainConfig, train
+from tspd.decoding.controllers.learn2pd import Learn2PD
+from tspd.decoding.controllers.tspd import TSPD
+from tspd.decoding.loop import generate
+from tspd.training.traces import CHANNELS, collect, load_prompts, load_traces
+from tspd.training.train_controller import TrainConfig, train
 
 from conftest import MASK, prompts, random_model
 
@@ -103,7 +103,7 @@ def test_training_is_deterministic_and_learns(traces):
 
 
 def test_learned_controllers_accept_an_explicit_weights_path(model, traces, tmp_path):
-    from tspd.controllers.tspd import save_controller
+    from tspd.decoding.controllers.tspd import save_controller
     for kind, ctrl in (("tspd", TSPD), ("learn2pd", Learn2PD)):
         net, saved, _ = train(traces, TrainConfig(kind=kind, epochs=1), progress=False)
         save_controller(net, saved, tmp_path / f"my-{kind}")

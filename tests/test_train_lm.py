@@ -8,11 +8,12 @@ import math
 import pytest
 import torch
 
-from tspd import arith, load_model
-from tspd.char_tokenizer import build_tokenizer
-from tspd.train_lm import (STATE, TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
+from tspd import load_model
+from tspd.eval.tasks import arith
+from tspd.models.char_tokenizer import build_tokenizer
+from tspd.training.train_lm import (STATE, TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
                            stratified_uniform, train)
-from tspd.claims import wilson
+from tspd.eval.results import wilson
 
 # threads=1: tiny matmuls gain nothing from a second thread and stall badly when the CPU is shared
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden=64, threads=1)
@@ -49,7 +50,7 @@ def test_encode_answer_never_truncates(tokenizer):
 
 
 def test_batch_stream_raises_instead_of_hanging(tokenizer):
-    from tspd.train_lm import BatchStream
+    from tspd.training.train_lm import BatchStream
     stream = BatchStream(tokenizer, TrainConfig(out="", batch_size=2, gen_length=16))   # answers do not fit
     try:
         with pytest.raises(RuntimeError, match="training batch"):
@@ -111,7 +112,7 @@ def test_lr_schedule():
 def test_cli_flags_match_config():
     import argparse
 
-    from tspd import train_lm
+    from tspd.training import train_lm
     p = argparse.ArgumentParser()
     train_lm.add_arguments(p)
     args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01"])
@@ -154,8 +155,7 @@ def test_tiny_training_run_writes_a_loadable_checkpoint(tmp_path):
 
 def test_evaluate_scores_through_generate(tmp_path):
     """The evaluation path (tspd.generate) runs on a tiny model and returns a well-formed record."""
-    pytest.importorskip("tspd.generate")
-    from tspd.train_lm import evaluate
+    from tspd.training.train_lm import evaluate
     out = tmp_path / "tiny"
     train(TrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0), log=lambda s: None)
     model = load_model(out)

@@ -1,13 +1,14 @@
-"""tspd.variants (trace subsets, mixtures, cached controller training) and tspd.book's pure helpers."""
+"""tspd.training.variants (trace subsets, mixtures, cached controller training) and tspd.book's pure helpers."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tspd import book, variants
-from tspd.experiments import RunConfig
-from tspd.traces import collect
-from tspd.train_controller import TrainConfig
+from tspd import book
+from tspd.training import variants
+from tspd.eval.experiments import RunConfig
+from tspd.training.traces import collect
+from tspd.training.train_controller import TrainConfig
 
 from conftest import prompts, random_model
 
@@ -100,7 +101,7 @@ def test_trace_keys_follow_the_weights(tmp_path):
     """A retrained checkpoint under the same name must not read back the old model's traces."""
     import shutil
 
-    from tspd.loading import resolve_path
+    from tspd.models.loading import resolve_path
     ckpt = tmp_path / "ckpt"
     shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
     before = variants.TraceSpec(model=str(ckpt)).key

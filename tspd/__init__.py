@@ -4,11 +4,11 @@
     config = tspd.DecodeConfig(policy="tspd", ce=True, cache="dual")   # the checkpoint's own window
     out = tspd.generate(model, ["..."], config)          # or keyword overrides: tspd.generate(model, p, cache="dual")
 """
-from .config import LLaDAConfig
-from .decode_config import DecodeConfig
-from .loading import SpecialTokens, load_model, load_tokenizer, save_model
-from .model import KVCache, LLaDAModelLM
-from .generate import Generation, generate  # noqa: E402  (the function shadows the submodule name on purpose)
+from tspd.models.config import LLaDAConfig
+from tspd.decoding.config import DecodeConfig
+from tspd.models.loading import SpecialTokens, load_model, load_tokenizer, save_model
+from tspd.models.llada import KVCache, LLaDAModelLM
+from tspd.decoding.loop import Generation, generate  # noqa: E402  (the function shadows the submodule name on purpose)
 
 __all__ = ["DecodeConfig", "LLaDAConfig", "LLaDAModelLM", "KVCache", "SpecialTokens", "Generation", "generate",
            "load_model", "load_tokenizer", "save_model"]

@@ -9,10 +9,10 @@ warm-up, each measurement is the median of many repeats, timed with CUDA events 
   step of each block under both caches);
 - ``prefix_step``: a cached forward over [block_start, end) (Fast-dLLM prefix cache);
 - ``dual_step``: a cached forward over the block only (Fast-dLLM dual cache);
-- ``generate``: a whole :func:`tspd.generate.generate` call per NFE for several policies, and the
+- ``generate``: a whole :func:`tspd.decoding.loop.generate` call per NFE for several policies, and the
   controller + CE time per step as a fraction of one forward.
 
-``--fast`` adds the same steps replayed from CUDA graphs (:mod:`tspd.graphs`: ``*_fast`` rows and
+``--fast`` adds the same steps replayed from CUDA graphs (:mod:`tspd.decoding.graphs`: ``*_fast`` rows and
 ``<policy>/<cache>/fast`` generate rows); ``--parity`` checks that the fast path decodes the same tokens
 as the eager one for every timed policy and cache, and on a GPU counts the host synchronisations per
 forward inside ``generate`` (CUDA's sync debug mode).
@@ -34,13 +34,13 @@ from pathlib import Path
 
 import torch
 
-from .config import LLaDAConfig
-from .decode_config import DecodeConfig
-from .generate import CACHE_MODES, generate
-from .graphs import StepGraphs
-from .loading import SpecialTokens
-from .model import LLaDAModelLM
-from .provenance import device_name
+from tspd.models.config import LLaDAConfig
+from tspd.decoding.config import DecodeConfig
+from tspd.decoding.loop import CACHE_MODES, generate
+from tspd.decoding.graphs import StepGraphs
+from tspd.models.loading import SpecialTokens
+from tspd.models.llada import LLaDAModelLM
+from tspd.provenance import device_name
 
 # LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
 SHAPES = {
@@ -69,7 +69,7 @@ def add_arguments(p) -> None:
     p.add_argument("--confidence-dtype", default="float32",
                    help="dtype of the softmax statistics inside generate (LLaDA: bfloat16, Fast-dLLM: float64)")
     p.add_argument("--no-generate", action="store_true", help="skip the whole-generate measurements")
-    p.add_argument("--fast", action="store_true", help="also time the CUDA-graph fast path (tspd.graphs)")
+    p.add_argument("--fast", action="store_true", help="also time the CUDA-graph fast path (tspd.decoding.graphs)")
     p.add_argument("--parity", action="store_true", help="check fast-path tokens against the eager path")
     p.add_argument("--out", default=None,
                    help="write the results JSON here; {device} becomes the device name, e.g. results/gpu/{device}.json")
@@ -152,7 +152,7 @@ def floor_seconds(cost: dict, peaks: dict) -> float:
 
 def _random_tspd_net():
     """A randomly initialised TSPD network of the paper's shape (timing only: its gates are meaningless)."""
-    from .controllers.tspd import TSPDConfig, TSPDNet
+    from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
     return TSPDNet(TSPDConfig())
 
 

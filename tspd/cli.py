@@ -11,11 +11,11 @@ import sys
 
 COMMANDS = {
     "generate": ("tspd.generate_cli", "decode one prompt with a diffusion LM"),
-    "train-lm": ("tspd.train_lm", "train the embedded tiny-arith model (LLaDA SFT objective)"),
-    "eval": ("tspd.evaluate", "run a benchmark; resumable JSONL of per-sample results"),
+    "train-lm": ("tspd.training.train_lm", "train the embedded tiny-arith model (LLaDA SFT objective)"),
+    "eval": ("tspd.eval.harness", "run a benchmark; resumable JSONL of per-sample results"),
     "grade": ("tspd.grade_cli", "grade completions made elsewhere"),
-    "collect-traces": ("tspd.traces", "stage 1: collect EGP decoding traces (features + labels)"),
-    "train-controller": ("tspd.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
+    "collect-traces": ("tspd.training.traces", "stage 1: collect EGP decoding traces (features + labels)"),
+    "train-controller": ("tspd.training.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its TrainConfig).

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 
-from .decode_config import DecodeConfig
-from .loading import load_model
-from .tasks import render_prompt
-from .validate import CACHE_MODES
+from tspd.decoding.config import DecodeConfig
+from tspd.models.loading import load_model
+from tspd.eval.tasks import render_prompt
+from tspd.validate import CACHE_MODES
 
 
 def add_arguments(p) -> None:
@@ -17,11 +17,11 @@ def add_arguments(p) -> None:
     p.add_argument("--block-length", type=int, default=None,
                    help="semi-autoregressive block width (default: the checkpoint's own; 32 for LLaDA-8B)")
     p.add_argument("--steps", type=int, default=None, help="step budget (default: gen-length, 1 token per step)")
-    p.add_argument("--policy", default="vanilla", help="decoding controller (see tspd.controllers.REGISTRY)")
+    p.add_argument("--policy", default="vanilla", help="decoding controller (see tspd.decoding.controllers.REGISTRY)")
     p.add_argument("--threshold", type=float, default=None, help="confidence threshold for threshold policies")
     p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
     p.add_argument("--cache", default="none", choices=CACHE_MODES, help="KV cache mode (Fast-dLLM)")
-    p.add_argument("--fast", action="store_true", help="replay forwards from CUDA graphs (tspd.graphs); same tokens")
+    p.add_argument("--fast", action="store_true", help="replay forwards from CUDA graphs (tspd.decoding.graphs); same tokens")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--seed", type=int, default=None, help="sampling seed (temperature > 0)")
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
@@ -47,8 +47,8 @@ def format_prompt(tokenizer, text: str, chat: str) -> str:
 def check(args) -> DecodeConfig:
     """Every argument checked before the weights load (they take minutes for an 8B model); the decoding
     asked for, with the checkpoint's window where none is given."""
-    from .loading import read_config, resolve_path
-    from .validate import UsageError, check_controller_files, check_device, check_dtype
+    from tspd.models.loading import read_config, resolve_path
+    from tspd.validate import UsageError, check_controller_files, check_device, check_dtype
     if not args.prompt.strip():
         raise UsageError("empty prompt: pass the question text with --prompt")
     check_device(args.device)
@@ -67,8 +67,8 @@ def controller_weights(controller: str, policy: str) -> str:
     """``--controller``: a trained controller directory or stem, or an embedded model's (with a warning)."""
     from pathlib import Path
 
-    from .loading import ZOO
-    from .validate import UsageError
+    from tspd.models.loading import ZOO
+    from tspd.validate import UsageError
     if policy not in ("tspd", "learn2pd"):
         raise UsageError(f"--controller is for the learned policies tspd and learn2pd, not {policy!r}")
     if (ZOO / controller).is_dir():
@@ -80,7 +80,7 @@ def controller_weights(controller: str, policy: str) -> str:
 
 
 def main(args) -> int:
-    from .generate import generate
+    from tspd.decoding.loop import generate
     decode = check(args)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     prompt = format_prompt(model.tokenizer, args.prompt, args.chat)

@@ -12,8 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from .evaluate import grade_batch, reason_kind
-from .tasks import TASKS, TaskDataError, get_task
+from tspd.eval.harness import grade_batch
+from tspd.eval.results import reason_kind
+from tspd.eval.tasks import TASKS, TaskDataError, get_task
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

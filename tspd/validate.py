@@ -1,4 +1,4 @@
-"""Argument checks shared by :func:`tspd.generate.generate`, the command line and the notebooks.
+"""Argument checks shared by :func:`tspd.decoding.loop.generate`, the command line and the notebooks.
 
 Every check runs before any weights load and raises :class:`UsageError` with one line that names the
 problem and the fix; ``python -m tspd`` prints that line and exits 2 (``--debug`` shows the traceback).
@@ -33,7 +33,7 @@ def check_lengths(gen_length: int, block_length: int, steps: int) -> int:
 
 
 def controller_class(policy: str):
-    from .controllers import REGISTRY
+    from tspd.decoding.controllers import REGISTRY
     if policy not in REGISTRY:
         raise UsageError(f"unknown policy {policy!r}: choose one of {', '.join(sorted(REGISTRY))}")
     module, cls = REGISTRY[policy].split(":")
@@ -42,7 +42,7 @@ def controller_class(policy: str):
 
 def check_policy(policy, policy_kwargs: dict | None = None, for_decoding: bool = True) -> None:
     """A known policy given only arguments it takes; thresholds in (0, 1]."""
-    from .controllers import Controller
+    from tspd.decoding.controllers import Controller
     if isinstance(policy, Controller):
         if policy_kwargs:
             raise UsageError("policy arguments given together with a ready Controller instance: pass one of them")
@@ -109,7 +109,7 @@ def check_controller_files(model, policy: str, policy_kwargs: dict | None = None
     """A learned policy (tspd, learn2pd) needs trained weights: ``weights=`` or ``<model>/controllers/``."""
     from pathlib import Path
 
-    from .loading import resolve_path
+    from tspd.models.loading import resolve_path
     if policy not in ("tspd", "learn2pd"):
         return
     weights = (policy_kwargs or {}).get("weights")

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..model import KVCache
-from . import Attention, DecoderLayer, DecoderLM, HFDecoderConfig, SwiGLU
+from tspd.models.llada import KVCache
+from tspd.models.hf_decoder import Attention, DecoderLayer, DecoderLM, HFDecoderConfig, SwiGLU
 
 
 @dataclass(kw_only=True)
@@ -62,7 +62,7 @@ class DreamConfig(HFDecoderConfig):
 
 
 class ShiftCache(KVCache):
-    """A :class:`~tspd.model.KVCache` that also remembers the canvas tokens and RoPE positions it saw.
+    """A :class:`~tspd.models.llada.KVCache` that also remembers the canvas tokens and RoPE positions it saw.
 
     Dream's window forward needs the token left of the window (see the module docstring).
     """

@@ -16,7 +16,7 @@ dllm/pipelines/llada/models/modeling_lladamoe.py``; dInfer's ``modeling_fused_ol
   level) when ``shared_expert_intermediate_size`` is set.
 * dense layers (``moe_layer_freq[i] == 0``): ``mlp.{gate,up,down}_proj`` of ``dense_intermediate_size``.
 * ``mask_token_id`` is not a field of the remote config; it comes from config.json when present,
-  else from the tokenizer (``tspd.loading.special_tokens``); dInfer uses 156895.
+  else from the tokenizer (``tspd.models.loading.special_tokens``); dInfer uses 156895.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import Attention, DecoderLayer, DecoderLM, HFDecoderConfig, SwiGLU
+from tspd.models.hf_decoder import Attention, DecoderLayer, DecoderLM, HFDecoderConfig, SwiGLU
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,10 @@
+"""The book's side of the package: notebook helpers, the paper's numbers, claims and their verdicts.
+
+- :mod:`tspd.book.notebook`: what every notebook does the same way (re-exported here: ``book.setup``)
+- :mod:`tspd.book.reported`: the paper's tables as transcribed from its LaTeX
+- :mod:`tspd.book.claims`: each claim of the paper, its interval and verdict
+"""
+from tspd.book.notebook import (METHODS, bars, base_run, lengths, measure, method_config, on_cpu_note,  # noqa: F401
+                                paper_rows, pareto_front, progress_bar, provenance, results_dir, rows, setup,
+                                variants_dir)
+from tspd.book.notebook import __all__  # noqa: F401

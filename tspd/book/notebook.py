@@ -1,0 +1,195 @@
+"""What every notebook of the book does the same way: set up, measure a set of runs, tabulate, plot.
+
+A notebook names its runs as ``{label: RunConfig}``, calls :func:`measure` (which reads back what
+any notebook already measured with the same configuration, see :mod:`tspd.eval.experiments`), turns the
+results into rows with :func:`rows` (speedup against a baseline run of the same call) and shows them
+beside the paper's with :func:`tspd.book.reported.side_by_side`. Bar charts go through :func:`bars`
+so that the pages look alike; :func:`pareto_front` marks the speed-accuracy front.
+"""
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+
+import torch
+
+from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, run
+from tspd.provenance import device_name
+from tspd.models.loading import decode_lengths
+
+
+# The paper's row labels (Tables 1-3) -> what they decode with. "†" marks a run without KV cache;
+# Fast-dLLM and Credit Decoding use their own default cache, which the paper leaves unnamed (dual here).
+METHODS = {
+    "Vanilla": dict(policy="vanilla"),
+    "F-dLLM": dict(policy="fast-dllm", cache="dual"),
+    "CD": dict(policy="credit", cache="dual"),
+    "Prophet †": dict(policy="prophet"),
+    "Learn2PD †": dict(policy="learn2pd"),
+    "Ours †": dict(policy="tspd", ce=True),
+    "Ours": dict(policy="tspd", ce=True, cache="dual"),
+}
+
+
+def method_config(base: RunConfig, method: str, **changes) -> RunConfig:
+    """``base`` with the decoding of one of :data:`METHODS` (then ``changes``) applied."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    fields = dict(policy="vanilla", ce=False, cache="none", policy_kwargs={})
+    fields.update(METHODS[method])
+    fields.update(changes)
+    return base.replace(**fields)
+
+
+def paper_rows(table_id: str, **where) -> list[dict]:
+    """The paper's rows of a table with " †" appended to the method of rows without KV cache."""
+    from tspd.book.reported import paper_table
+    rename = {"L2PD": "Learn2PD"}     # Table 1's MBPP block abbreviates Learn2PD
+    return [{**r, "method": rename.get(r["method"], r["method"]) + (" †" if r.get("dagger") else "")}
+            for r in paper_table(table_id, **where)]
+
+
+def progress_bar(*args, **kwargs):
+    """tqdm's notebook widget where ipywidgets is installed (JupyterLab), its text bar elsewhere."""
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm import tqdm
+    return tqdm(*args, **kwargs)
+
+
+def lengths(model: str, gen_length: int = 0, block_length: int = 0) -> tuple[int, int]:
+    """A notebook's ``gen_length`` / ``block_length``: the checkpoint's own where 0 or None (its config.json)."""
+    own = decode_lengths(model)
+    return gen_length or own[0], block_length or own[1]
+
+
+def base_run(model: str, limit: int, gen_length: int, block_length: int, steps: int, device: str, dtype: str,
+             seed: int, batch_size: int) -> RunConfig:
+    """The run a table notebook starts from, from its parameter cell (vanilla decoding).
+
+    The parameter cell's "unset" values mean the defaults: ``gen_length`` / ``block_length`` 0 the
+    checkpoint's own window, ``steps`` 0 one token per step, ``dtype`` "" the device's (float32 on a
+    CPU, bfloat16 on a GPU), ``limit`` 0 the whole test split.
+    """
+    return RunConfig(model=model, limit=limit, gen_length=gen_length or None, block_length=block_length or None,
+                     steps=steps or None, device=device, dtype=dtype or None, seed=seed, batch_size=batch_size)
+
+
+def setup(device: str = "cpu", threads: int = 0, seed: int = 0) -> str:
+    """Seed everything and size torch's CPU thread pool; returns the device's name for labels.
+
+    ``threads`` 0 keeps torch's default (all cores). Batched decoding of the embedded model is
+    compute-bound, so all cores help; set 1 when several notebooks run side by side.
+    """
+    if threads:
+        torch.set_num_threads(threads)
+    try:   # without ipywidgets tqdm.auto warns once per process; book.progress_bar falls back quietly
+        from tqdm import TqdmExperimentalWarning, TqdmWarning
+        warnings.filterwarnings("ignore", category=TqdmWarning)
+        warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)
+    except ImportError:
+        pass
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device={device!r} but torch sees no CUDA device; use device='cpu'")
+    return device_name(device)
+
+
+def results_dir(path: str | None) -> Path:
+    """The notebook's ``results_dir`` parameter: empty means the repository's ``results/runs``."""
+    return Path(path).expanduser().resolve() if path else DEFAULT_RESULTS_DIR
+
+
+def variants_dir(path: str | None) -> Path:
+    """Where :mod:`tspd.training.variants` keeps traces and trained controllers for this ``results_dir``."""
+    from tspd.training.variants import DEFAULT_DIR
+    return results_dir(path) / "variants" if path else DEFAULT_DIR
+
+
+def measure(configs: dict[str, RunConfig], results_dir: str | Path | None = None,
+            progress: bool = True) -> dict[str, RunResult]:
+    """Run (or read back) every config, with one progress bar over them; keyed like ``configs``."""
+    out = {}
+    bar = progress_bar(configs.items(), total=len(configs), desc="runs", unit="run", disable=not progress)
+    for label, cfg in bar:
+        bar.set_postfix_str(label)
+        out[label] = run(cfg, progress=False, results_dir=results_dir)
+    bar.close()
+    return out
+
+
+def rows(results: dict[str, RunResult], baseline: str | None = None, **fields) -> list[dict]:
+    """One row per run: ``method`` (its label), accuracy (%), TPS, NFE, n, speedup over ``baseline``.
+
+    ``baseline`` names one of ``results`` (TPS of that run = 1.0x); ``fields`` maps a column name to
+    a function of the RunConfig (e.g. ``task=lambda c: c.task``) to add setting columns.
+    """
+    ref = results[baseline].summary["tps"] if baseline else None
+    out = []
+    for label, r in results.items():
+        s = r.summary
+        row = {"method": label, **{k: f(r.config) for k, f in fields.items()},
+               "accuracy": s["accuracy"], "tps": s["tps"], "nfe_mean": s["nfe_mean"], "n": s["n"],
+               "speedup": (s["tps"] / ref) if ref and s["tps"] else None, "key": r.key}
+        out.append(row)
+    return out
+
+
+def provenance(results: dict[str, RunResult]) -> str:
+    """``ours (tiny-arith, <cpu> (2 threads), n=8)``: what the measured numbers are."""
+    first = next(iter(results.values()))
+    ns = sorted({r.summary["n"] for r in results.values()})
+    devices = " + ".join(dict.fromkeys(r.device_name for r in results.values()))   # all of them, in order
+    return ours_label(first.config.model, devices, "/".join(map(str, ns)))
+
+
+def bars(rows_: list[dict], metrics: tuple[str, ...] = ("tps", "accuracy"), label: str = "method",
+         paper: list[dict] | None = None, title: str = ""):
+    """One bar chart per metric: ours (and, if given, the paper's rows matched on ``label``)."""
+    import matplotlib.pyplot as plt
+    names = [r[label] for r in rows_]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.2), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        ours = [r.get(m) or 0.0 for r in rows_]
+        x = torch.arange(len(names)).float()
+        width = 0.4 if paper else 0.8
+        ax.bar(x - (width / 2 if paper else 0), ours, width, label="ours")
+        if paper:
+            by = {p.get(label, p.get("method")): p.get(m) for p in paper}
+            ax.bar(x + width / 2, [by.get(n) or 0.0 for n in names], width, label="paper", alpha=0.7)
+            ax.legend(fontsize=8)
+        ax.set_xticks(x.tolist(), names, rotation=30, ha="right", fontsize=8)
+        ax.set_title({"tps": "tokens / s", "accuracy": "accuracy (%)", "nfe_mean": "NFE per sample",
+                      "speedup": "speedup"}.get(m, m), fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points not dominated when both coordinates are to be maximised, by x."""
+    idx = sorted(range(len(points)), key=lambda i: (-points[i][0], -points[i][1]))
+    front, best = [], float("-inf")
+    for i in idx:
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return sorted(front, key=lambda i: points[i][0])
+
+
+def on_cpu_note(model: str) -> str:
+    """The caveat printed under every table computed with the provisional embedded checkpoint."""
+    if str(model) != "tiny-arith":
+        return ""
+    return ("The embedded `tiny-arith` checkpoint shipped today is the provisional CPU-trained one (0 % on its "
+            "own test split, see tspd/zoo/tiny-arith/TRAINING.md): its accuracies carry no information, its "
+            "NFE and TPS show the decoding cost only.")
+
+
+__all__ = ["METHODS", "method_config", "paper_rows", "lengths", "base_run", "setup", "results_dir", "variants_dir", "progress_bar",
+           "measure", "rows", "provenance", "bars", "pareto_front", "on_cpu_note"]

@@ -1,0 +1,127 @@
+"""``DecodeConfig``: how one generation is decoded, as one value (paper Algorithm 1).
+
+Everything that changes which tokens come out or how many forwards they cost lives here: the
+controller and its settings, Confidence Extrapolation (Section 3.3), the KV cache (Table 4), the
+window (generated length, block width, step budget), sampling temperature and seed, the dtype of the
+confidence statistics and the CUDA-graph fast path. ``generate(model, prompts, config)`` takes it
+whole; :class:`tspd.eval.experiments.RunConfig` holds one; ``python -m tspd eval`` builds one from its
+options. It is checked once, on construction, so a bad value fails before any weights load.
+
+``gen_length`` / ``block_length`` / ``steps`` may be None (the checkpoint's own window, one token per
+step); :meth:`DecodeConfig.resolved` fills them in from a model or checkpoint name.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from tspd.validate import CACHE_MODES, UsageError, check_lengths, check_policy
+
+
+def canonical(obj: dict | None, what: str, strict: bool = True) -> dict:
+    """A JSON-safe copy with sorted keys (tuples become lists), so equal settings compare equal.
+
+    Settings JSON cannot store (a tensor, a path object) are refused when ``strict`` (a stored run
+    needs a key), else kept as a plain copy (a one-off ``generate`` call may pass them).
+    """
+    try:
+        return json.loads(json.dumps(dict(obj or {}), sort_keys=True))
+    except TypeError as e:
+        if not strict:
+            return dict(obj or {})
+        raise TypeError(f"{what} must be JSON-serialisable (numbers, strings, lists, dicts): {e}") from None
+
+
+def _without_ce_defaults(kwargs: dict) -> dict:
+    """CE settings minus those equal to CEConfig's defaults, so equal decodings compare equal."""
+    from tspd.decoding.extrapolate import CEConfig
+    defaults = dataclasses.asdict(CEConfig())
+    return {k: v for k, v in kwargs.items() if k not in defaults or defaults[k] != v}
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    policy: Any = "vanilla"            # tspd.decoding.controllers.REGISTRY name, or a ready Controller instance
+    policy_kwargs: dict = field(default_factory=dict)  # the controller's settings (threshold, weights, ...)
+    ce: Any = False                    # Confidence Extrapolation: False, True, or a ready extrapolator
+    ce_kwargs: dict = field(default_factory=dict)      # CEConfig overrides; defaults dropped, so equal CEs compare equal
+    cache: str = "none"                # none | prefix | dual (Fast-dLLM's KV caches)
+    gen_length: int | None = None      # generated positions; None: the checkpoint's own
+    block_length: int | None = None    # semi-autoregressive block width; None: the checkpoint's own
+    steps: int | None = None           # step budget of the whole window; None: gen_length (1 token per step)
+    temperature: float = 0.0           # 0: greedy; else Gumbel-max sampling at this temperature
+    seed: int | None = None            # sampling noise (used only when temperature > 0)
+    confidence_dtype: str = "float32"  # softmax statistics: LLaDA uses bfloat16, Fast-dLLM float64
+    fast: bool = False                 # replay window forwards from CUDA graphs (tspd.decoding.graphs); same tokens
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        if isinstance(self.ce, dict):          # ce={...}: CE on, with these settings
+            set_("ce_kwargs", {**self.ce, **self.ce_kwargs})
+            set_("ce", True)
+        instance = lambda x: not isinstance(x, (bool, str))  # noqa: E731
+        set_("policy_kwargs", canonical(self.policy_kwargs, "policy_kwargs", strict=False))
+        if instance(self.ce):
+            set_("ce_kwargs", dict(self.ce_kwargs or {}))
+        else:
+            set_("ce", bool(self.ce))
+            set_("ce_kwargs", _without_ce_defaults(canonical(self.ce_kwargs, "ce_kwargs", strict=False)) if self.ce else {})
+        if self.cache not in CACHE_MODES:
+            raise UsageError(f"cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
+        if self.temperature < 0:
+            raise UsageError(f"temperature must be >= 0, got {self.temperature}")
+        set_("confidence_dtype", str(self.confidence_dtype).replace("torch.", ""))
+        dtype = getattr(torch, self.confidence_dtype, None)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise UsageError(f"unknown confidence_dtype {self.confidence_dtype!r}: use float32, float64 or bfloat16")
+        check_policy(self.policy, self.policy_kwargs)
+        if self.gen_length and self.block_length:
+            check_lengths(self.gen_length, self.block_length, self.steps or self.gen_length)
+
+    @classmethod
+    def of(cls, config: "DecodeConfig | None" = None, threshold: float | None = None, **changes) -> "DecodeConfig":
+        """``config`` (or the defaults) with ``changes``; ``threshold`` is sugar for ``policy_kwargs``."""
+        config = config or cls()
+        if threshold is not None:
+            changes["policy_kwargs"] = {**changes.get("policy_kwargs", config.policy_kwargs), "threshold": threshold}
+        return config.replace(**changes) if changes else config
+
+    def replace(self, **changes) -> "DecodeConfig":
+        """A copy with ``changes``; a new ``gen_length`` brings its own default ``steps`` (one token per
+        step) unless ``steps`` is given or this config's steps were not the default."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise UsageError(f"DecodeConfig has no {', '.join(sorted(unknown))}")
+        if "gen_length" in changes and "steps" not in changes and self.steps == self.gen_length:
+            changes["steps"] = None
+        return dataclasses.replace(self, **changes)
+
+    def resolved(self, model_or_name) -> "DecodeConfig":
+        """Lengths filled in: the checkpoint's window (:func:`tspd.models.loading.decode_lengths`) where None,
+        and ``steps`` = ``gen_length`` where None; checked against each other."""
+        gen_length, block_length = self.gen_length, self.block_length
+        if not gen_length or not block_length:
+            from tspd.models.loading import decode_lengths
+            own = decode_lengths(model_or_name)
+            gen_length, block_length = gen_length or own[0], block_length or own[1]
+        steps = int(gen_length if self.steps is None else self.steps)
+        check_lengths(gen_length, block_length, steps)
+        if (gen_length, block_length, steps) == (self.gen_length, self.block_length, self.steps):
+            return self
+        return dataclasses.replace(self, gen_length=int(gen_length), block_length=int(block_length), steps=steps)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.gen_length // self.block_length
+
+    def to_dict(self) -> dict:
+        """The settings as plain values (a Controller or extrapolator instance appears by class name)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name in ("policy", "ce"):
+            if not isinstance(d[name], (bool, str)):
+                d[name] = type(d[name]).__name__
+        return d

@@ -1,0 +1,229 @@
+"""Confidence Extrapolation (CE): paper Section 3.3 and Appendix A.7.
+
+CE forecasts where a token's confidence is heading and hands the controller a conservative look-ahead
+confidence instead of the current one, so that a token on a steady upward trend can be fixed before it
+crosses the controller's threshold by itself.
+
+Per generated position j it runs a Kalman filter on a transformed confidence y_t(j) = phi(c_t(j)):
+
+    signal "logodds" (Section 3.3):  y = log(c / (1 - c))  of the top-1 probability c
+    signal "margin"  (Appendix A.7): y = l1 - l2           the top-1/top-2 logit gap
+    phi^{-1} = sigmoid for both (for the margin, sigmoid(l1 - l2) = p1 / (p1 + p2)).
+
+with a level-velocity state x = [l, v] (Eq. 5), A = [[1, 1], [0, 1]], process noise Q = diag(q_level,
+q_vel) and observation noise R. The h-step forecast (Eq. 6) is x_{t+h} = A^h x and
+P_{t+h} = A^h P A^h^T + Q_h with Q_h = sum_{i<h} A^i Q A^i^T; its level variance has the closed form
+
+    sigma_h^2 = P00 + 2h P01 + h^2 P11 + h q_level + q_vel (h-1) h (2h-1) / 6.
+
+Risk-aware horizon (Eqs. 7-9): with cov(j) the fraction of fixed positions left of j in the block,
+r = clamp((cov - tau) / (1 - tau), 0, 1), h_pot = H r, LB_h = l_h - z sigma_h, and
+h* = max{1 <= h <= h_pot : sigmoid(LB_h) >= c_min}, or h* = 0 when none passes.
+
+What the controller sees (choices of this implementation, documented here once):
+  * h* = 0: the raw confidence (no forecast is trusted, so nothing changes).
+  * h* > 0: max(raw, sigmoid(LB_{h*})). The paper consumes sigmoid(LB_{h*}) "in place of" the raw
+    value; taking the max keeps CE one-sided: it can only bring a commit forward, and never makes a
+    token that is already confident look less confident because its far forecast is uncertain.
+  * u (Appendix A.3's optional TSPD feature): 1 - exp(-sigma_{h*} / u_scale) in [0, 1), the forecast
+    std at the chosen horizon (the filtered std at h* = 0); 0 at positions that are not masked.
+  * Positions that are not masked get their raw confidence and u = 0; their filter is frozen.
+
+The state lives per generated position for the whole generation; a position is updated only at
+steps where it is observed (it is in the current block) and still masked. When a position's top-1
+token changes (``reset_on_flip``), its trace restarts: the trend of a different token says nothing.
+Everything is vectorised over [B, L] and over horizons; there is no Python loop over tokens.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from tspd.decoding.features import StepStats
+
+SIGNALS = ("logodds", "margin")
+
+
+@dataclass
+class CEConfig:
+    signal: str = "logodds"   # "logodds" (Section 3.3) or "margin" (Appendix A.7's logit gap)
+    tau: float = 0.6          # coverage threshold; paper default (Table 10a)
+    H: int = 20               # maximum look-ahead in steps; paper default (Table 10b)
+    z: float = 1.645          # risk tolerance: one-sided 95 % Gaussian lower bound
+    c_min: float = 0.9        # a forecast lower bound must reach this confidence; 0.9 is the usual
+                              # commit threshold (Fast-dLLM), so a lifted token is one a threshold rule
+                              # would accept
+    q_level: float = 0.05     # process noise of the level per step (log-odds^2): jitter of the trace
+    q_vel: float = 0.01       # process noise of the velocity: how fast a trend may bend (0.1/step std)
+    r: float = 0.25           # observation noise (log-odds^2): a 0.5 std step-to-step wobble
+    p_vel0: float = 1.0       # prior variance of the velocity at a trace's first observation
+    eps: float = 1e-6         # confidences are clamped to [eps, 1 - eps] so log-odds stay finite (|y| <= 13.8)
+    u_scale: float = 4.0      # sigma (log-odds) at which u = 1 - 1/e: spreads u over the sigmas seen (0.3-8)
+    reset_on_flip: bool = True  # restart a trace when the position's top-1 token changes
+
+    def __post_init__(self):
+        if self.signal not in SIGNALS:
+            raise ValueError(f"signal must be one of {SIGNALS}, got {self.signal!r}")
+        if not 0.0 <= self.tau < 1.0:
+            raise ValueError(f"tau must lie in [0, 1), got {self.tau}")
+        if self.H < 0:
+            raise ValueError(f"H must be >= 0, got {self.H}")
+        if not 0.0 < self.c_min < 1.0:
+            raise ValueError(f"c_min must lie in (0, 1), got {self.c_min}")
+        if min(self.q_level, self.q_vel, self.p_vel0) < 0 or self.r <= 0:
+            raise ValueError("noise variances must be non-negative (and r positive)")
+
+
+# ------------------------------------------------------------------------------------------------
+# Pure functions
+# ------------------------------------------------------------------------------------------------
+def kalman_step(l, v, p00, p01, p11, y, q_level: float, q_vel: float, r: float):
+    """One predict + update of the constant-velocity filter (Eq. 5), elementwise over any shape.
+
+    P is symmetric and stored as (p00, p01, p11). Returns the filtered (l, v, p00, p01, p11).
+    """
+    # predict: x = A x, P = A P A^T + Q
+    l = l + v
+    p01 = p01 + p11
+    p00, p11 = p00 + p01 + p01 - p11 + q_level, p11 + q_vel     # P00 + 2 P01 + P11 (old P01, P11)
+    # update with H = [1, 0]
+    s = p00 + r
+    k0, k1 = p00 / s, p01 / s
+    innov = y - l
+    keep = 1 - k0
+    return l + k0 * innov, v + k1 * innov, keep * p00, keep * p01, p11 - k1 * p01
+
+
+def horizon_terms(horizons: torch.Tensor, q_level: float, q_vel: float) -> tuple[torch.Tensor, ...]:
+    """Per-horizon constants of Eq. 6: (h, 2h, h^2, (Q_h)_00) with (Q_h)_00 = h q_level + q_vel (h-1)h(2h-1)/6."""
+    h = horizons.float()
+    return h, 2 * h, h * h, h * q_level + q_vel * (h - 1) * h * (2 * h - 1) / 6
+
+
+def forecast(l, v, p00, p01, p11, terms: tuple[torch.Tensor, ...]):
+    """Level mean and variance h steps ahead (Eq. 6) for every horizon: [...] -> [..., H + 1].
+
+    ``terms`` = :func:`horizon_terms`; sigma_h^2 = P00 + 2h P01 + h^2 P11 + (Q_h)_00.
+    """
+    h, h2, hh, q_h = terms
+    mean = torch.addcmul(l[..., None], h, v[..., None])
+    var = torch.addcmul(torch.addcmul(p00[..., None] + q_h, h2, p01[..., None]), hh, p11[..., None])
+    return mean, var
+
+
+def left_coverage(fixed: torch.Tensor) -> torch.Tensor:
+    """Fraction of fixed positions strictly left of each position in its block: [B, Lb] -> [B, Lb].
+
+    The first position has nothing to its left inside the block (everything before it is fixed), so 1.
+    """
+    f = fixed.float()
+    left = f.cumsum(-1) - f
+    j = torch.arange(f.shape[-1], device=f.device, dtype=f.dtype)
+    return torch.where(j > 0, left / j.clamp_min(1), torch.ones_like(left))
+
+
+def select_horizon(mean: torch.Tensor, var: torch.Tensor, horizons: torch.Tensor, h_pot: torch.Tensor,
+                   z: float, c_min: float):
+    """Eq. 9: the largest h in [1, h_pot] whose lower bound sigmoid(mean - z sigma) >= c_min, else 0.
+
+    Returns (h* [...], LB at h* [...], sigma at h* [...]) with ``horizons`` = 0..H along the last dim.
+    """
+    sigma = var.clamp_min(0).sqrt()
+    lb = mean - z * sigma
+    h = horizons if horizons.dtype == h_pot.dtype else horizons.to(h_pot.dtype)
+    # sigmoid(lb) >= c_min  <=>  lb >= logit(c_min); horizon 0 never qualifies (h >= 1)
+    ok = (lb >= math.log(c_min / (1 - c_min))) & (h <= h_pot[..., None]) & (h >= 1)
+    idx = (ok * torch.arange(h.shape[-1], device=h.device)).amax(-1, keepdim=True)
+    return idx[..., 0], lb.gather(-1, idx)[..., 0], sigma.gather(-1, idx)[..., 0]
+
+
+# ------------------------------------------------------------------------------------------------
+# The stateful extrapolator used by the generation loop
+# ------------------------------------------------------------------------------------------------
+class ConfidenceExtrapolator:
+    """Kalman state per generated position; ``update`` is called once per forward by ``generate``.
+
+    The state is one tensor [B, L_gen, 5] holding (l, v, P00, P01, P11) per position, so a step is a
+    few dozen tensor operations whatever the block width (the controller-overhead budget of
+    Section 5.4). ``token`` remembers each position's top-1 at its last update (-1: never observed).
+    """
+
+    def __init__(self, config: CEConfig | None = None, **kwargs):
+        self.config = dataclasses.replace(config or CEConfig(), **kwargs)
+        self.last_h: torch.Tensor | None = None   # [B, Lb] horizon chosen at the last step (diagnostics)
+
+    def reset(self, batch: int, gen_length: int, device) -> None:
+        c = self.config
+        self.state = torch.zeros(batch, gen_length, 5, device=device)
+        self.token = torch.full((batch, gen_length), -1, dtype=torch.long, device=device)
+        self.horizons = torch.arange(c.H + 1, device=device, dtype=torch.float32)
+        self.terms = horizon_terms(self.horizons, c.q_level, c.q_vel)
+        self._prior = torch.tensor([0.0, 0.0, c.r, 0.0, c.p_vel0], device=device)   # y goes in slot 0
+
+    # views of the state, for inspection and tests
+    l = property(lambda self: self.state[..., 0])
+    v = property(lambda self: self.state[..., 1])
+    p00 = property(lambda self: self.state[..., 2])
+    p01 = property(lambda self: self.state[..., 3])
+    p11 = property(lambda self: self.state[..., 4])
+
+    def observe(self, stats: StepStats) -> torch.Tensor:
+        """The transformed confidence y = phi(c) of the configured signal."""
+        c = self.config
+        if c.signal == "margin":
+            return stats.logit_gap.float()
+        p = stats.conf.float().clamp(c.eps, 1 - c.eps)
+        return torch.log(p) - torch.log1p(-p)
+
+    def update(self, block_start: int, stats: StepStats, masked: torch.Tensor):
+        """Fold in one step of the block at ``block_start``; returns (conf~, u), each [B, Lb].
+
+        ``stats`` are the block's step statistics, ``masked`` [B, Lb] the positions still masked
+        before this step's commit (the only ones whose filter moves).
+        """
+        c = self.config
+        sl = slice(block_start, block_start + masked.shape[1])
+        y = self.observe(stats)
+        old, token = self.state[:, sl], self.token[:, sl]
+        fresh = (token < 0) | (stats.x0 != token) if c.reset_on_flip else token < 0
+        fresh = masked & fresh
+        stepped = torch.stack(kalman_step(*old.unbind(-1), y, c.q_level, c.q_vel, c.r), -1)
+        first = self._prior.expand_as(old).clone()
+        first[..., 0] = y
+        new = torch.where(fresh[..., None], first, torch.where(masked[..., None], stepped, old))
+        self.state[:, sl] = new
+        self.token[:, sl] = torch.where(masked, stats.x0, token)
+
+        raw = stats.conf.float()
+        l, v, p00, p01, p11 = new.unbind(-1)
+        h_pot = c.H * ((left_coverage(~masked) - c.tau) / (1 - c.tau)).clamp(0, 1)
+        # always forecast, even when no position may look ahead yet (h* = 0 then): testing for that
+        # first would make every step wait for the device, and the forecast is a [B, Lb, H+1] tensor
+        mean, var = forecast(l, v, p00, p01, p11, self.terms)
+        h_star, lb, sigma = select_horizon(mean, var, self.horizons, h_pot, c.z, c.c_min)
+        h_star = h_star * masked
+        conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
+        u = (1 - torch.exp(-sigma / c.u_scale)) * masked
+        self.last_h = h_star
+        return conf.to(stats.conf.dtype), u
+
+
+def make_extrapolator(ce, **kwargs) -> ConfidenceExtrapolator:
+    """``ce`` = True (defaults), a dict or :class:`CEConfig` of settings, or a ready extrapolator.
+
+    Extra ``kwargs`` (``generate``'s ``ce_kwargs``) override the settings.
+    """
+    if hasattr(ce, "update") and hasattr(ce, "reset"):
+        if kwargs:
+            raise ValueError("ce_kwargs given together with a ready extrapolator instance")
+        return ce
+    if ce is True:
+        return ConfidenceExtrapolator(CEConfig(**kwargs))
+    if isinstance(ce, CEConfig):
+        return ConfidenceExtrapolator(ce, **kwargs)
+    if isinstance(ce, dict):
+        return ConfidenceExtrapolator(CEConfig(**{**ce, **kwargs}))
+    raise TypeError(f"ce must be True, a dict, a CEConfig or an extrapolator, got {type(ce).__name__}")

@@ -1,0 +1,131 @@
+"""Results of an evaluation: the per-sample rows file, its summary, and throughput.
+
+The rows file is append-only JSON lines that survive a kill at any point (:class:`ResultsFile`); the
+summary (:func:`summarize`) gives accuracy (with :func:`wilson`'s interval where compared), NFE and throughput as the paper defines it (Appendix A.1:
+``tps`` = sum of B * L_gen over batches / their summed wall time, each session's first batch left
+out as its warm-up when others exist). :func:`config_id` is the hash stored in every row, so rows of
+two configurations are never mixed. :mod:`tspd.eval.harness` writes these; :mod:`tspd.eval.experiments`,
+the controller table and the notebooks read them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+
+class ResultsError(ValueError):
+    """An unusable results file (corrupt line, or rows from another configuration)."""
+
+
+def config_id(config: dict) -> str:
+    """A short stable hash of a configuration (stored in every row)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class ResultsFile:
+    """Append-only JSONL of per-sample rows that survives being killed at any point."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def load(self) -> list[dict]:
+        """Rows already written. A last line without its newline (cut by a kill) is dropped and the
+        file truncated to the last complete line; a corrupt complete line is an error."""
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            with open(self.path, "r+b") as f:
+                f.truncate(end)
+        rows = []
+        for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ResultsError(f"{self.path}:{i}: corrupt results line ({e.msg}); fix or delete it") from None
+            if not isinstance(row, dict) or "id" not in row:
+                raise ResultsError(f"{self.path}:{i}: a results row needs an 'id'")
+            rows.append(row)
+        return rows
+
+    def append(self, rows: list[dict]) -> None:
+        """Write rows as complete lines, then flush and fsync them."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def summary_path(out: str | Path) -> Path:
+    """``x.jsonl`` -> ``x.summary.json`` (other names get ``.summary.json`` appended)."""
+    out = Path(out)
+    stem = out.name[:-len(".jsonl")] if out.name.endswith(".jsonl") else out.name
+    return out.with_name(stem + ".summary.json")
+
+
+def reason_kind(reason: str | None) -> str:
+    """A failure reason without its details: ``failed: NameError``, ``wrong answer``, ``timeout``."""
+    if not reason:
+        return "none"
+    parts = reason.split(": ")
+    return ": ".join(parts[:2]) if parts[0] == "failed" else parts[0]
+
+
+def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
+    """Accuracy, NFE and throughput over result rows (one per sample)."""
+    n = len(rows)
+    correct = sum(bool(r["correct"]) for r in rows)
+    out = {"n": n, "n_selected": n_selected if n_selected is not None else n,
+           "complete": n_selected is None or n == n_selected, "correct": correct,
+           "accuracy": correct / n if n else None}
+    if any("correct_strict" in r for r in rows):
+        out["accuracy_strict"] = sum(bool(r.get("correct_strict")) for r in rows) / n
+    nfes = [r["nfe"] for r in rows if r.get("nfe") is not None]
+    out["nfe_mean"] = sum(nfes) / len(nfes) if nfes else None
+    out.update(throughput(rows))
+    out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
+    out["truncated_prompts"] = sum(bool(r.get("prompt_truncated")) for r in rows)
+    return out
+
+
+def throughput(rows: list[dict]) -> dict:
+    """``tps`` = sum(B * L_gen) / sum(batch wall time) and ``tps_nonpad`` over the same batches.
+
+    Batches are grouped by their ``batch`` id; each run's first batch (``warmup``) is left out when
+    any other batch exists. None when no generation time was recorded (``--model reference``).
+    """
+    batches: dict[str, dict] = {}
+    for r in rows:
+        b = batches.setdefault(r.get("batch", ""), {"size": r.get("batch_size") or 0,
+                                                     "seconds": r.get("batch_seconds") or 0.0,
+                                                     "gen_length": r.get("gen_length") or 0,
+                                                     "warmup": bool(r.get("warmup")), "nonpad": 0})
+        b["nonpad"] += r.get("gen_tokens") or 0
+    timed = [b for b in batches.values() if b["seconds"] > 0]
+    steady = [b for b in timed if not b["warmup"]]
+    used = steady if steady else timed
+    seconds = sum(b["seconds"] for b in used)
+    if not used or seconds <= 0:
+        return {"tps": None, "tps_nonpad": None, "gen_seconds": 0.0, "batches": len(batches),
+                "batches_timed": 0}
+    tokens = sum(b["size"] * b["gen_length"] for b in used)
+    return {"tps": tokens / seconds, "tps_nonpad": sum(b["nonpad"] for b in used) / seconds,
+            "gen_seconds": round(seconds, 6), "batches": len(batches), "batches_timed": len(used)}
+
+
+def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score 95 % interval of a proportion (Wilson, 1927): honest near 0 and 1, unlike +-1.96 SE."""
+    if n == 0:
+        return 0.0, 1.0
+    p = correct / n
+    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)

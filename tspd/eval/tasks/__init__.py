@@ -1,0 +1,31 @@
+"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp and arith.
+
+Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
+``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
+see :class:`tspd.eval.tasks.base.Task`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tspd.eval.tasks.arith import Arith
+from tspd.eval.tasks.base import Task, cut_at_stop, render_prompt, use_chat
+from tspd.eval.tasks.competition_math import MATH, MATH500
+from tspd.eval.tasks.data import ENV_VAR, TaskDataError, default_data_dir
+from tspd.eval.tasks.gsm8k import GSM8K
+from tspd.eval.tasks.humaneval import HumanEval
+from tspd.eval.tasks.mbpp import MBPP
+
+TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith)}
+
+__all__ = ["TASKS", "ENV_VAR", "Task", "TaskDataError", "cut_at_stop", "default_data_dir", "get_task",
+           "render_prompt", "use_chat"]
+
+
+def get_task(name: str, data_dir: str | Path | None = None, split: str = "test", source: str | None = None,
+             **options) -> Task:
+    """A task by name. ``data_dir`` overrides the default data directory; ``source`` reads a
+    ``datasets`` hub id instead of local files; ``options`` go to the task (e.g. sandbox ``limits``)."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r} (known: {', '.join(TASKS)})")
+    return TASKS[name](data_dir=data_dir, split=split, source=source, **options)

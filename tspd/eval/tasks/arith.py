@@ -1,0 +1,337 @@
+"""``arith``: the embedded model's synthetic GSM8K-style task.
+
+Short templated word problems (shopping, leftovers, sharing, rates, ages, saving, travel, gardens) with
+3-4 arithmetic steps whose intermediate results are reused by later steps. The worked solution is
+written as GSM8K writes its steps with the prose stripped: one line per step ``a op b = c``, then the
+final line ``#### N``::
+
+    Ann buys 4 pens at $7 and 3 cups at $5. She pays $60. Change?
+    4*7 = 28
+    3*5 = 15
+    28+15 = 43
+    60-43 = 17
+    #### 17
+
+The task is sized for a model trained on a 2-core CPU (the lever is the arithmetic and the sequence
+length, not the model): products are single digit x single digit, divisions invert them, every sum,
+difference and intermediate result lies in 0..99. Questions are at most ``MAX_QUESTION_CHARS``
+characters; answers are ``MIN_ANSWER_CHARS``..``MAX_ANSWER_CHARS`` characters, so with the checkpoint's
+64-token generation window and blocks of 32 every answer spans both blocks and leaves at least 4 EOS.
+
+Splits are decided by a hash of the question text, so ``train``, ``test`` and ``traces`` can never
+share a question. ``test`` (500) and ``traces`` (2000) are fixed lists drawn from their own seeds;
+they do not depend on how many training problems are drawn.
+
+The prompt given to a model is the question text itself (:func:`prompt`): no template, no BOS, no
+chat template whatever the tokenizer. :class:`Arith` is the task as the evaluation harness sees it:
+grading is exact match of the final ``#### N`` number against the reference solution's.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from functools import lru_cache
+from typing import Callable, Iterator
+
+from tspd.eval.tasks.base import Task
+
+SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
+GEN_LENGTH, BLOCK_LENGTH = 64, 32             # the window the task is sized for (written into checkpoints)
+MAX_QUESTION_CHARS = 72                       # short prompts: sequence cost is prompt + window
+MIN_ANSWER_CHARS = BLOCK_LENGTH + 1           # every answer reaches the second block
+MAX_ANSWER_CHARS = GEN_LENGTH - 4             # and leaves >= 4 EOS in the window
+_BUCKETS = 1000                               # question hash mod 1000 decides the split:
+_SPLIT_OF_BUCKET = (("test", 0, 50), ("traces", 50, 100))  # 5 % test, 5 % traces, 90 % train
+
+# --------------------------------------------------------------------------------------------
+# Vocabulary of the templates
+# --------------------------------------------------------------------------------------------
+_NAMES = [("Ann", "She"), ("Ben", "He"), ("Cara", "She"), ("Dan", "He"), ("Eva", "She"),
+          ("Finn", "He"), ("Gina", "She"), ("Hugo", "He"), ("Ivy", "She"), ("Jack", "He"),
+          ("Kate", "She"), ("Leo", "He"), ("Mia", "She"), ("Noah", "He"), ("Olga", "She"),
+          ("Paul", "He"), ("Rosa", "She"), ("Sam", "He"), ("Tina", "She"), ("Omar", "He"),
+          ("Lily", "She"), ("Raj", "He"), ("Zoe", "She"), ("Tom", "He")]
+_GOODS = ["pens", "mugs", "books", "pears", "hats", "cups", "kites", "maps", "socks", "plums",
+          "bowls", "toys", "lamps"]
+_ITEMS = ["nuts", "beads", "cards", "coins", "shells", "stamps", "grapes", "candies", "marbles"]
+_MADE = ["toys", "cans", "boxes", "bolts", "caps", "bricks"]
+_MACHINES = ["machine", "robot", "printer", "press"]
+_VEHICLES = ["car", "bus", "boat", "bike", "train"]
+_PLANTS = ["roses", "tulips", "beans", "onions", "trees"]
+
+Draft = tuple[str, list[str], int]
+
+
+def _digit(rng: random.Random) -> int:
+    """A factor of a product: single digit, 2..9."""
+    return rng.randint(2, 9)
+
+
+def _eq(a: int, op: str, b: int) -> tuple[str, int]:
+    c = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
+    return f"{a}{op}{b} = {c}", c
+
+
+# --------------------------------------------------------------------------------------------
+# Templates. Each returns (question, solution lines, final) or None to ask for a redraw.
+# --------------------------------------------------------------------------------------------
+def _shopping(rng: random.Random) -> Draft | None:
+    (name, she), = rng.sample(_NAMES, 1)
+    g1, g2 = rng.sample(_GOODS, 2)
+    a, p, b, q = _digit(rng), _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(a, "*", p)
+    s2, y = _eq(b, "*", q)
+    s3, z = _eq(x, "+", y)
+    if z > 89:
+        return None
+    bill = rng.randrange(-(-(z + 1) // 10) * 10, 100, 10)
+    s4, c = _eq(bill, "-", z)
+    return (f"{name} buys {a} {g1} at ${p} and {b} {g2} at ${q}. {she} pays ${bill}. Change?",
+            [s1, s2, s3, s4], c)
+
+
+def _leftover(rng: random.Random) -> Draft | None:
+    (name, she), = rng.sample(_NAMES, 1)
+    item = rng.choice(_ITEMS)
+    a, b, c = _digit(rng), _digit(rng), rng.randint(2, 40)
+    s1, x = _eq(a, "*", b)
+    s2, y = _eq(x, "+", c)
+    if y > 99:
+        return None
+    d = rng.randint(2, y - 1)
+    s3, z = _eq(y, "-", d)
+    return (f"{name} has {a} bags of {b} {item} and {c} more. {she} eats {d}. How many left?",
+            [s1, s2, s3], z)
+
+
+def _sharing(rng: random.Random) -> Draft | None:
+    (name, she), = rng.sample(_NAMES, 1)
+    item = rng.choice(_ITEMS)
+    a, b, k = _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(a, "*", b)
+    each = rng.randint(2, 9)
+    c = k * each - x          # so that x + c splits evenly into k shares of at most 9
+    if c < 2:
+        return None
+    s2, y = _eq(x, "+", c)
+    s3, z = _eq(y, "/", k)
+    return (f"{name} has {a} packs of {b} {item} and {c} more, shared by {k} kids. Each gets?",
+            [s1, s2, s3], z)
+
+
+def _rates(rng: random.Random) -> Draft | None:
+    machine, item = rng.choice(_MACHINES), rng.choice(_MADE)
+    r, h1, h2 = _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(r, "*", h1)
+    s2, y = _eq(r, "*", h2)
+    s3, z = _eq(x, "+", y)
+    if z > 99:
+        return None
+    return f"A {machine} makes {r} {item} an hour for {h1} hours, then {h2} hours. Total?", [s1, s2, s3], z
+
+
+def _ages(rng: random.Random) -> Draft | None:
+    (a_name, _), (b_name, _), (c_name, _) = rng.sample(_NAMES, 3)
+    a, d, m = rng.randint(2, 7), rng.randint(2, 7), _digit(rng)
+    s1, x = _eq(a, "+", d)
+    if x > 9:
+        return None
+    s2, y = _eq(m, "*", x)
+    k = rng.randint(2, 30)
+    s3, z = _eq(y, "+", k)
+    if z > 99:
+        return None
+    return (f"{a_name} is {a}. {b_name} is {d} years older. {c_name} is {m} times {b_name}. "
+            f"{c_name} in {k} years?", [s1, s2, s3], z)
+
+
+def _saving(rng: random.Random) -> Draft | None:
+    (name, she), = rng.sample(_NAMES, 1)
+    s, w = _digit(rng), _digit(rng)
+    s1, x = _eq(s, "*", w)
+    c = rng.randint(2, x - 1)
+    s2, y = _eq(x, "-", c)
+    g = rng.randint(2, 40)
+    s3, z = _eq(y, "+", g)
+    if z > 99:
+        return None
+    return (f"{name} saves ${s} a week for {w} weeks, spends ${c}, gets ${g}. How much now?",
+            [s1, s2, s3], z)
+
+
+def _travel(rng: random.Random) -> Draft | None:
+    vehicle = rng.choice(_VEHICLES)
+    h1, v1, h2, v2 = _digit(rng), _digit(rng), _digit(rng), _digit(rng)
+    s1, x = _eq(h1, "*", v1)
+    s2, y = _eq(h2, "*", v2)
+    s3, z = _eq(x, "+", y)
+    if z > 99:
+        return None
+    return f"A {vehicle} goes {h1} hours at {v1} mph and {h2} hours at {v2} mph. How far?", [s1, s2, s3], z
+
+
+def _garden(rng: random.Random) -> Draft | None:
+    plant = rng.choice(_PLANTS)
+    r, c = _digit(rng), _digit(rng)
+    s1, x = _eq(r, "*", c)
+    d = rng.randint(1, x - 1)
+    s2, y = _eq(x, "-", d)
+    n = rng.randint(2, 40)
+    s3, z = _eq(y, "+", n)
+    if z > 99:
+        return None
+    return f"A garden has {r} rows of {c} {plant}. {d} die, {n} are planted. How many now?", [s1, s2, s3], z
+
+
+TEMPLATES: dict[str, Callable[[random.Random], Draft | None]] = {
+    "shopping": _shopping, "leftover": _leftover, "sharing": _sharing, "rates": _rates, "ages": _ages,
+    "saving": _saving, "travel": _travel, "garden": _garden,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Problems and splits
+# --------------------------------------------------------------------------------------------
+def make_problem(rng: random.Random) -> dict:
+    """One random problem: ``{"template", "question", "answer", "final"}`` (``answer`` ends ``#### N``)."""
+    while True:
+        kind = rng.choice(sorted(TEMPLATES))
+        draft = TEMPLATES[kind](rng)
+        if draft is None:
+            continue
+        question, steps, final = draft
+        assert 0 <= final <= 99
+        answer = "\n".join(steps) + f"\n#### {final}"
+        if len(question) > MAX_QUESTION_CHARS or not MIN_ANSWER_CHARS <= len(answer) <= MAX_ANSWER_CHARS:
+            continue
+        return {"template": kind, "question": question, "answer": answer, "final": str(final)}
+
+
+def prompt(problem: dict | str) -> str:
+    """The text a model is conditioned on: the question itself (no template, no special tokens)."""
+    return problem if isinstance(problem, str) else problem["question"]
+
+
+def split_of(question: str) -> str:
+    """``train``, ``test`` or ``traces``, decided by a hash of the question text only."""
+    bucket = int.from_bytes(hashlib.sha256(question.encode()).digest()[:8], "big") % _BUCKETS
+    for name, lo, hi in _SPLIT_OF_BUCKET:
+        if lo <= bucket < hi:
+            return name
+    return "train"
+
+
+def _stream(split: str, seed: int | str) -> Iterator[dict]:
+    """Problems of ``split`` only, in a fixed order for a given seed, without repeated questions."""
+    rng = random.Random(f"arith-{split}-{seed}")
+    seen: set[str] = set()
+    while True:
+        p = make_problem(rng)
+        if p["question"] in seen or split_of(p["question"]) != split:
+            continue
+        seen.add(p["question"])
+        yield p
+
+
+@lru_cache(maxsize=None)
+def _fixed_split(name: str) -> tuple[dict, ...]:
+    stream = _stream(name, 0)
+    out = []
+    for i in range(SPLIT_SIZES[name]):
+        p = next(stream)
+        out.append({"id": f"arith-{name}-{i:04d}", **p})
+    return tuple(out)
+
+
+def load_split(name: str, n: int | None = None) -> list[dict]:
+    """The first ``n`` problems of a split (all of ``test``/``traces`` when ``n`` is None).
+
+    Each problem: ``id`` ("arith-test-0007"), ``question``, ``answer`` (worked solution ending
+    ``#### N``), ``final`` (``N`` as a string) and ``template``. ``train`` needs ``n``.
+    """
+    if name in SPLIT_SIZES:
+        problems = _fixed_split(name)
+        if n is not None and n > len(problems):
+            raise ValueError(f"split {name!r} has {len(problems)} problems, asked for {n}")
+        return [dict(p) for p in problems[:n]]
+    if name == "train":
+        if n is None:
+            raise ValueError("the train split is an infinite stream: pass n or use iter_train()")
+        it = iter_train(0)
+        return [next(it) for _ in range(n)]
+    raise ValueError(f"unknown split {name!r}: expected train, test or traces")
+
+
+def iter_train(seed: int = 0) -> Iterator[dict]:
+    """Infinite stream of training problems; no question is ever in ``test`` or ``traces``."""
+    for i, p in enumerate(_stream("train", seed)):
+        yield {"id": f"arith-train{seed}-{i:07d}", **p}
+
+
+def fingerprint() -> str:
+    """Short hash of the test split's text: changes whenever the templates or the generator change.
+
+    ``train-lm`` writes it into the checkpoint's ``config.json`` so a model trained on another version
+    of the task can be recognised.
+    """
+    h = hashlib.sha256()
+    for p in _fixed_split("test"):
+        h.update((p["question"] + "\x00" + p["answer"] + "\x00").encode())
+    return h.hexdigest()[:12]
+
+
+_FINAL = re.compile(r"####\s*(-?\d[\d,]*(?:\.\d+)?)")
+
+
+def extract_answer(text: str) -> str | None:
+    """The number after the last ``####`` (commas dropped), or None; trailing junk is ignored."""
+    last = None
+    for m in _FINAL.finditer(text or ""):
+        last = m
+    if last is None:
+        return None
+    value = last.group(1).replace(",", "")
+    if "." in value:
+        value = value.rstrip("0").rstrip(".")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark interface (tspd.eval.tasks): prompt, reference, grading
+# --------------------------------------------------------------------------------------------
+class Arith(Task):
+    name = "arith"
+    splits = ("test", "traces", "train")
+    supports_chat = False
+
+    def _load(self) -> list[dict]:
+        if self.source:
+            raise ValueError("the arith task is generated locally; it has no hub source")
+        if self.split == "train":
+            raise ValueError("the arith train split is an endless stream; evaluate 'test' or 'traces'")
+        return [dict(p) for p in load_split(self.split)]
+
+    def prompt(self, sample: dict, tokenizer=None, chat: bool | None = None) -> str:
+        return self.prompt_text(sample)   # never a chat template: the tiny model was trained on raw text
+
+    def prompt_text(self, sample: dict) -> str:
+        return sample["question"]
+
+    def stop_strings(self, chat: bool = False) -> list[str]:
+        return []
+
+    def reference_completion(self, sample: dict) -> str:
+        return sample["answer"]
+
+    def grade(self, sample: dict, completion: str) -> dict:
+        extract = extract_answer
+        gold, pred = extract(sample["answer"]), extract(completion)
+        correct = pred is not None and pred == gold
+        if correct:
+            reason = None
+        elif pred is None:
+            reason = "no '#### N' answer in the output"
+        else:
+            reason = f"wrong answer: got {pred}, expected {gold}"
+        return {"correct": correct, "reason": reason, "extracted": pred, "gold": gold}

@@ -1,0 +1,199 @@
+"""The LLaDA architecture: a bidirectional LLaMA-style transformer (Nie et al., 2025).
+
+One block: RMSNorm (fp32) -> q/k/v projections -> rotate-half RoPE (fp32) -> SDPA with no causal mask
+-> attn_out, then RMSNorm -> SwiGLU (ff_proj is the gate, up_proj the value, ff_out the down projection).
+Module names follow the HF checkpoint (``model.transformer.blocks.{i}.q_proj`` ...), so a state dict
+loads by name.
+
+KV caching (Fast-dLLM's prefix and dual cache, paper Section 4.3) is one mechanism here: a
+:class:`KVCache` holds keys and values for every position of the canvas; a forward over a window
+``[offset, offset + T)`` writes that window's fresh keys/values into the cache and attends over the
+whole cached length. The prefix cache forwards ``[block_start, end)``; the dual cache forwards only
+``[block_start, block_end)``. Keys are cached after RoPE (positions never move).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tspd.models.config import LLaDAConfig
+
+
+class RMSNorm(nn.Module):
+    """x * rsqrt(mean(x^2) + eps), computed in fp32, cast back, then scaled (LLaDA's RMSLayerNorm).
+
+    ``F.rms_norm`` computes exactly that (bit for bit on the CPU) and is one fused kernel on CUDA
+    instead of five: a decoding step at LLaDA-8B's shape launches 64 of these norms.
+    """
+
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)
+        return h.to(x.dtype) * self.weight
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of NeoX rotary angles in fp32 for integer ``positions`` [B, T] -> [B, 1, T, head_dim]."""
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim)
+    angles = positions.float()[..., None] * inv_freq          # [B, T, D/2]
+    angles = torch.cat([angles, angles], dim=-1)[:, None]      # [B, 1, T, D]
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate-half RoPE in fp32: x*cos + rotate_half(x)*sin, rotate_half(x) = cat(-x2, x1)."""
+    xf = x.float()
+    x1, x2 = xf.chunk(2, dim=-1)
+    return (xf * cos + torch.cat([-x2, x1], dim=-1) * sin).to(x.dtype)
+
+
+class KVCache:
+    """Keys/values of every canvas position, per layer: [B, kv_heads, T_total, head_dim].
+
+    Allocated once for the whole canvas (static buffers); forwards write their window in place.
+    """
+
+    def __init__(self, n_layers: int):
+        self.k: list[torch.Tensor | None] = [None] * n_layers
+        self.v: list[torch.Tensor | None] = [None] * n_layers
+        self.length = 0
+
+    def allocate(self, batch: int, kv_heads: int, length: int, head_dim: int, device, dtype) -> None:
+        shape = (batch, kv_heads, length, head_dim)
+        if self.k[0] is None or self.k[0].shape != shape or self.k[0].dtype != dtype:
+            self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in self.k]
+            self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in self.v]
+        self.length = length
+
+    def update(self, layer: int, offset: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the window's k/v at [offset, offset+T) and return the whole cached k/v to attend over."""
+        t = k.shape[2]
+        self.k[layer][:, :, offset:offset + t] = k
+        self.v[layer][:, :, offset:offset + t] = v
+        return self.k[layer], self.v[layer]
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep only batch rows ``rows`` (used when finished rows leave the batch)."""
+        self.k = [t[rows] if t is not None else None for t in self.k]
+        self.v = [t[rows] if t is not None else None for t in self.v]
+
+
+def window_inputs(input_ids, attention_mask, position_ids, cache: KVCache | None, offset: int, *,
+                  rotary_dim: int, theta: float, kv_heads: int, head_dim: int, dtype):
+    """RoPE cos/sin, the key-padding mask and the cache state for a window forward (all backbones).
+
+    A full forward (offset 0 over the whole canvas) (re)allocates the cache; a window needs a filled one.
+    """
+    B, T = input_ids.shape
+    if position_ids is None:
+        position_ids = torch.arange(offset, offset + T, device=input_ids.device).expand(B, T)
+    cos, sin = rope_cos_sin(position_ids, rotary_dim, theta)
+    if cache is not None:
+        if offset == 0 and T >= cache.length:
+            cache.allocate(B, kv_heads, T, head_dim, input_ids.device, dtype)
+        elif cache.length == 0:
+            raise RuntimeError("KVCache is empty: run a full forward (offset=0, whole canvas) first")
+    attn_mask = None
+    if attention_mask is not None:
+        attn_mask = attention_mask.bool()[:, None, None, :]   # [B, 1, 1, T_keys]: True = attend
+    return cos, sin, attn_mask
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: LLaDAConfig):
+        super().__init__()
+        self.cfg = cfg
+        d, hd = cfg.d_model, cfg.head_dim
+        self.attn_norm = RMSNorm(d, cfg.rms_norm_eps)
+        self.q_proj = nn.Linear(d, cfg.n_heads * hd, bias=False)
+        self.k_proj = nn.Linear(d, cfg.kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(d, cfg.kv_heads * hd, bias=False)
+        self.attn_out = nn.Linear(cfg.n_heads * hd, d, bias=False)
+        self.ff_norm = RMSNorm(d, cfg.rms_norm_eps)
+        self.ff_proj = nn.Linear(d, cfg.mlp_hidden_size, bias=False)  # gate (SiLU applied)
+        self.up_proj = nn.Linear(d, cfg.mlp_hidden_size, bias=False)
+        self.ff_out = nn.Linear(cfg.mlp_hidden_size, d, bias=False)
+
+    def forward(self, x, cos, sin, attn_mask, cache: KVCache | None, layer: int, offset: int):
+        B, T, _ = x.shape
+        cfg = self.cfg
+        h = self.attn_norm(x)
+        q = self.q_proj(h).view(B, T, cfg.n_heads, cfg.head_dim).transpose(1, 2)
+        k = self.k_proj(h).view(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
+        v = self.v_proj(h).view(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
+        # q and k rotated in one pass: half the elementwise kernels of a step, the same values
+        q, k = apply_rope(torch.cat([q, k], 1), cos, sin).split([cfg.n_heads, cfg.kv_heads], 1)
+        if cache is not None:
+            k, v = cache.update(layer, offset, k, v)
+        if cfg.kv_heads != cfg.n_heads:
+            rep = cfg.n_heads // cfg.kv_heads
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        att = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False)
+        x = x + self.attn_out(att.transpose(1, 2).reshape(B, T, -1))
+        h = self.ff_norm(x)
+        return x + self.ff_out(F.silu(self.ff_proj(h)) * self.up_proj(h))
+
+
+class LLaDAModel(nn.Module):
+    """Holds ``transformer`` = {wte, blocks, ln_f, ff_out} exactly as LLaDA's checkpoints name it."""
+
+    def __init__(self, cfg: LLaDAConfig):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(cfg.rows, cfg.d_model),
+            blocks=nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers)),
+            ln_f=RMSNorm(cfg.d_model, cfg.rms_norm_eps),
+        ))
+        if not cfg.weight_tying:
+            self.transformer["ff_out"] = nn.Linear(cfg.d_model, cfg.rows, bias=False)
+
+
+class LLaDAModelLM(nn.Module):
+    """LLaDA mask predictor. ``forward(input_ids) -> logits [B, T, V]``.
+
+    Args (forward):
+        input_ids: [B, T] token ids of the window being computed.
+        attention_mask: optional [B, T_total] with 1 for real tokens and 0 for left padding, over the
+            whole canvas (T_total = T without a cache). Padding keys are never attended.
+        position_ids: optional [B, T] RoPE positions of the window (default ``offset + arange(T)``).
+        cache: optional :class:`KVCache`; the window's keys/values are written at ``offset``.
+        offset: canvas index of the window's first token.
+        logits_from: compute the head only for window rows ``[logits_from, T)`` (the loop never reads the
+            prompt's logits; at LLaDA-8B's shape the head over an 896-token prompt is ~6 % of a full forward).
+    """
+
+    arch = "llada"
+
+    def __init__(self, cfg: LLaDAConfig):
+        super().__init__()
+        self.config = cfg
+        self.model = LLaDAModel(cfg)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.transformer["wte"].weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.transformer["wte"].weight.dtype
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.n_layers)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0,
+                logits_from: int = 0):
+        cfg, tr = self.config, self.model.transformer
+        cos, sin, attn_mask = window_inputs(input_ids, attention_mask, position_ids, cache, offset,
+                                            rotary_dim=cfg.head_dim, theta=cfg.rope_theta,
+                                            kv_heads=cfg.kv_heads, head_dim=cfg.head_dim, dtype=self.dtype)
+        x = tr["wte"](input_ids)
+        for i, block in enumerate(tr["blocks"]):
+            x = block(x, cos, sin, attn_mask, cache, i, offset)
+        x = tr["ln_f"](x[:, logits_from:])
+        head = tr["wte"].weight if cfg.weight_tying else tr["ff_out"].weight
+        return F.linear(x, head)

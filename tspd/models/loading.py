@@ -1,0 +1,234 @@
+"""Load a diffusion LM from a local HF checkpoint directory (``tspd.load_model``).
+
+The model is built on the meta device and every tensor is read from safetensors straight onto the
+target device and dtype, one tensor at a time, so two full copies never exist in memory.
+Hub ids cannot be downloaded here; pass a local directory (``huggingface-cli download`` it elsewhere).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from tspd.models.config import LLaDAConfig
+from tspd.models.llada import LLaDAModelLM
+from tspd.models.hf_decoder import BACKBONES, checkpoint_model_type
+
+ZOO = Path(__file__).resolve().parent.parent / "zoo"   # tspd/zoo: the embedded checkpoints
+DEFAULT_MODEL = "tiny-arith"
+
+# config.json "model_type" -> (config class, model class). Other backbones register here.
+ARCHITECTURES: dict[str, tuple[type, type]] = {"llada": (LLaDAConfig, LLaDAModelLM), **BACKBONES}
+
+
+class CheckpointError(ValueError):
+    """A model directory that is missing, incomplete or of an unknown architecture."""
+
+
+@dataclass
+class SpecialTokens:
+    """Token ids that decoding needs, read from the checkpoint (never constants in code)."""
+    mask: int
+    eos: int
+    pad: int
+    eot: int | None = None   # LLaDA-Instruct's <|eot_id|> ends a chat turn; None where absent
+
+    def stop_ids(self) -> list[int]:
+        return [self.eos] + ([self.eot] if self.eot is not None else [])
+
+
+def resolve_path(path_or_name: str | Path | None) -> Path:
+    """A zoo name (``tiny-arith``) or a local directory -> an existing directory."""
+    name = str(path_or_name or DEFAULT_MODEL)
+    if (ZOO / name).is_dir():
+        return ZOO / name
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    zoo = sorted(p.name for p in ZOO.iterdir() if p.is_dir()) if ZOO.is_dir() else []
+    raise CheckpointError(
+        f"no model directory {name!r}: pass a local checkpoint directory (hub ids are not downloaded) "
+        f"or one of the embedded models {zoo}")
+
+
+PAPER_LENGTHS = (256, 32)   # gen_length, block_length of the paper's GSM8K runs (Sec. 5.1)
+
+
+def decode_lengths(model_or_config=None) -> tuple[int, int]:
+    """``(gen_length, block_length)`` a checkpoint decodes with by default.
+
+    A checkpoint trained by ``train-lm`` names its window in ``config.json`` (``tspd_task``); any other
+    (LLaDA-8B-Instruct, Dream, LLaDA-MoE) gets the paper's 256 / 32. Accepts a loaded model, its
+    config, or a zoo name / directory (then only ``config.json`` is read, no weights).
+    """
+    cfg = getattr(model_or_config, "config", model_or_config)
+    if cfg is None or isinstance(cfg, (str, Path)):
+        path = resolve_path(cfg)
+        file = path / "config.json"
+        extra = json.loads(file.read_text()) if file.is_file() else {}
+    else:
+        extra = getattr(cfg, "extra", {}) or {}
+    task = extra.get("tspd_task") or {}
+    return int(task.get("gen_length", PAPER_LENGTHS[0])), int(task.get("block_length", PAPER_LENGTHS[1]))
+
+
+def _weight_files(path: Path) -> list[Path]:
+    index = path / "model.safetensors.index.json"
+    if index.exists():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        missing = [s for s in shards if not (path / s).exists()]
+        if missing:
+            raise CheckpointError(f"{path}: shards listed in {index.name} are missing: {', '.join(missing[:3])}")
+        return [path / s for s in shards]
+    single = path / "model.safetensors"
+    if single.exists():
+        return [single]
+    if any(path.glob("*.bin")):
+        raise CheckpointError(f"{path}: only PyTorch .bin weights found; convert them to safetensors")
+    raise CheckpointError(f"{path}: no model.safetensors or model.safetensors.index.json")
+
+
+def read_config(path: Path):
+    cfg_file = path / "config.json"
+    if not cfg_file.exists():
+        raise CheckpointError(f"{path}: config.json is missing")
+    raw = json.loads(cfg_file.read_text())
+    model_type = checkpoint_model_type(raw)   # released LLaDA-MoE configs say "llada": see there
+    if model_type not in ARCHITECTURES:
+        raise CheckpointError(f"{path}: model_type {model_type!r} is not supported (known: {sorted(ARCHITECTURES)})")
+    cfg_cls, model_cls = ARCHITECTURES[model_type]
+    return cfg_cls.from_dict(raw), model_cls
+
+
+def _set_tensor(module: torch.nn.Module, name: str, value: torch.Tensor) -> None:
+    *parents, leaf = name.split(".")
+    for p in parents:
+        module = getattr(module, p) if not p.isdigit() else module[int(p)]
+    old = getattr(module, leaf)
+    if tuple(old.shape) != tuple(value.shape):
+        raise CheckpointError(f"{name}: checkpoint shape {tuple(value.shape)} != model shape {tuple(old.shape)}")
+    setattr(module, leaf, torch.nn.Parameter(value, requires_grad=False))
+
+
+def load_weights(model: torch.nn.Module, files: list[Path], device, dtype) -> None:
+    """Read every tensor onto ``device`` in ``dtype``; error on missing or unexpected names."""
+    expected = dict(model.named_parameters())
+    seen = set()
+    for f in files:
+        try:
+            with safe_open(str(f), framework="pt", device=str(device)) as st:
+                for key in st.keys():
+                    if key not in expected:
+                        raise CheckpointError(f"{f.name}: unexpected tensor {key!r} for {type(model).__name__}")
+                    _set_tensor(model, key, st.get_tensor(key).to(dtype))
+                    seen.add(key)
+        except CheckpointError:
+            raise
+        except Exception as e:   # safetensors' own errors name neither the file nor the fix
+            raise CheckpointError(f"{f}: cannot be read ({type(e).__name__}: {e}); the file is incomplete or "
+                                  "corrupt, copy or download it again") from e
+    missing = sorted(set(expected) - seen)
+    if missing:
+        more = f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
+        raise CheckpointError(f"checkpoint lacks {', '.join(missing[:3])}{more}")
+
+
+def load_tokenizer(path_or_name: str | Path | None = None):
+    """The checkpoint's HF tokenizer (``tokenizer.json`` + ``tokenizer_config.json``)."""
+    from transformers import AutoTokenizer
+    path = resolve_path(path_or_name)
+    if not (path / "tokenizer.json").exists() and not (path / "tokenizer_config.json").exists():
+        raise CheckpointError(f"{path}: no tokenizer files (tokenizer.json / tokenizer_config.json)")
+    from transformers.utils import logging as hf_logging
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()   # transformers warns that it does not know model_type "llada"
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def special_tokens(config, tokenizer=None) -> SpecialTokens:
+    """Mask/EOS/pad/EoT ids from the config first, the tokenizer second."""
+    def tok_id(token: str) -> int | None:
+        if tokenizer is None:
+            return None
+        i = tokenizer.convert_tokens_to_ids(token)
+        return i if isinstance(i, int) and i != tokenizer.unk_token_id else None
+
+    mask = config.mask_token_id
+    if mask is None and tokenizer is not None:
+        mask = tokenizer.mask_token_id if tokenizer.mask_token_id is not None else tok_id("<|mdm_mask|>")
+    eos = config.eos_token_id if config.eos_token_id is not None else getattr(tokenizer, "eos_token_id", None)
+    if mask is None or eos is None:
+        raise CheckpointError(f"cannot find the {'mask' if mask is None else 'EOS'} token id in config.json or the tokenizer")
+    pad = config.pad_token_id if config.pad_token_id is not None else getattr(tokenizer, "pad_token_id", None)
+    eot = tok_id("<|eot_id|>")                 # LLaDA-Instruct's end of turn ...
+    eot = eot if eot is not None else tok_id("<|im_end|>")   # ... or Qwen/Dream-Instruct's
+    return SpecialTokens(mask=mask, eos=eos, pad=eos if pad is None else pad, eot=eot)
+
+
+def load_model(path_or_name: str | Path | None = None, device: str | torch.device = "cpu",
+               dtype: torch.dtype | str | None = None) -> torch.nn.Module:
+    """Load a local checkpoint directory (LLaDA format) or an embedded model by name.
+
+    Returns the model in eval mode with ``.config``, ``.tokenizer`` (None if the directory has none)
+    and ``.special`` (:class:`SpecialTokens`) attached. ``dtype`` defaults to float32 on CPU (bf16
+    matmuls are very slow there) and bfloat16 elsewhere.
+    """
+    path = resolve_path(path_or_name)
+    config, model_cls = read_config(path)
+    files = _weight_files(path)
+    device = torch.device(device)
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    dtype = dtype or (torch.float32 if device.type == "cpu" else torch.bfloat16)
+    with torch.device("meta"):
+        model = model_cls(config)
+    load_weights(model, files, device, dtype)
+    model.eval()
+    try:
+        model.tokenizer = load_tokenizer(path)
+    except CheckpointError:
+        model.tokenizer = None
+    model.special = special_tokens(config, model.tokenizer)
+    model.name_or_path = str(path)
+    return model
+
+
+def save_model(model: torch.nn.Module, directory: str | Path, max_shard_bytes: int | None = None,
+               dtype: torch.dtype | None = None) -> Path:
+    """Write ``config.json`` and safetensors in the HF layout ``load_model`` reads.
+
+    With ``max_shard_bytes`` the weights are split into ``model-0000i-of-0000n.safetensors`` shards
+    plus ``model.safetensors.index.json``; otherwise one ``model.safetensors``.
+    """
+    from safetensors.torch import save_file
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    model.config.save(out)
+    tensors = {k: (v.detach().to(dtype) if dtype else v.detach()).contiguous().cpu()
+               for k, v in model.state_dict().items()}
+    if not max_shard_bytes:
+        save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+        return out
+    shards, cur, size = [], {}, 0
+    for k, v in tensors.items():
+        nbytes = v.numel() * v.element_size()
+        if cur and size + nbytes > max_shard_bytes:
+            shards.append(cur)
+            cur, size = {}, 0
+        cur[k], size = v, size + nbytes
+    shards.append(cur)
+    weight_map = {}
+    for i, shard in enumerate(shards, 1):
+        name = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(out / name), metadata={"format": "pt"})
+        weight_map.update({k: name for k in shard})
+    total = sum(v.numel() * v.element_size() for v in tensors.values())
+    (out / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")
+    return out

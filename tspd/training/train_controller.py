@@ -1,0 +1,330 @@
+"""Stage 2: train a learned controller on collected traces (paper Section 4.1, Appendix A.5).
+
+``--kind tspd``: the gate network of :mod:`tspd.decoding.controllers.tspd` runs over each per-(prompt, block)
+sequence of steps, one trace per block position, and is trained with weighted binary cross-entropy
+on the gate logits (Eq. 13), w1 / w0 set by inverse class frequency on the training split, over the
+token-steps where a decision is made (positions still masked). AdamW (lr 1e-3, weight decay 1e-2),
+channel dropout p = 0.1 on the features and Gaussian noise sigma = 0.01 on the confidence-valued
+features (conf, EWMA, momentum), early stopping on a 10 % validation split (split by prompt, so no
+prompt is on both sides). The straight-through estimator of Section 3.2 is the identity here: the
+hard decisions never feed back into offline traces, so the gradient flows through the logits.
+
+CE and the features (``--ce``): ``on`` trains on CE's confidence and u, ``off`` on the raw confidence
+with u = 0 (the paper's "CE disabled" convention), ``mixed`` (TSPD default) draws one of the two per
+sequence and step of training, so the one shipped controller serves decoding with and without CE.
+
+``--kind learn2pd``: Learn2PD's filter, Linear(32, 32) - ReLU - Linear(32, 32), on every step's
+vector of the block's confidences (all positions, zero-padded to 32) with Learn2PD's multi-label
+targets is_correct = [argmax == final token] at every block position. Learn2PD's own recipe is the
+default for this kind: unweighted BCE, AdamW lr 3e-3, full-batch, raw confidences, no augmentation.
+
+Writes ``<out>.safetensors`` + ``<out>.json`` (architecture, settings, validation metrics) and the
+learning curve ``<out>.curve.json`` (the paper's Figure 5). Deterministic for a given ``--seed``.
+
+    python -m tspd train-controller --traces traces.pt --kind tspd --out tspd/zoo/tiny-arith/controllers/tspd
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from tspd.decoding.controllers.learn2pd import WIDTH, Learn2PDNet
+from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, features_without, save_controller, stack_features
+from tspd.training.traces import CHANNELS, load_traces
+
+KINDS = ("tspd", "learn2pd")
+CE_MODES = ("on", "off", "mixed")
+CONFIDENCE_FEATURES = ("conf", "ewma", "momentum")   # the channels that get Gaussian noise
+
+
+@dataclass
+class TrainConfig:
+    kind: str = "tspd"
+    arch: str = "lstm"              # TSPD architecture (Tables 6 and 8)
+    layers: int = 2
+    hidden: int = 16
+    features: tuple[str, ...] = FEATURES
+    ce: str | None = None           # on / off / mixed; default mixed for tspd, off for learn2pd
+    epochs: int | None = None       # 300 (TSPD; the paper's 5,000 GPU epochs, early stopping ends sooner) /
+                                    # 5,000 full-batch epochs (Learn2PD's tiny MLP; its paper runs 40,000)
+    patience: int | None = None     # epochs without a better validation loss: 30 (TSPD) / 300 (Learn2PD)
+    lr: float | None = None         # 1e-3 (paper, TSPD) / 3e-3 (Learn2PD)
+    weight_decay: float = 1e-2      # Appendix A.5
+    batch: int | None = None        # units per optimiser step: 256 sequences (TSPD) / all steps (Learn2PD)
+    dropout: float | None = None    # channel dropout on r: 0.1 (TSPD), 0 (Learn2PD)
+    noise: float | None = None      # Gaussian sigma on confidence features: 0.01 (TSPD), 0 (Learn2PD)
+    class_weight: str | None = None  # "inverse" (TSPD, Appendix A.5) or "none" (Learn2PD)
+    val_fraction: float = 0.1       # Appendix A.5's held-out 10 %
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        tspd = self.kind == "tspd"
+        defaults = dict(ce="mixed" if tspd else "off", lr=1e-3 if tspd else 3e-3, batch=256 if tspd else 0,
+                        epochs=300 if tspd else 5000, patience=30 if tspd else 300,
+                        dropout=0.1 if tspd else 0.0, noise=0.01 if tspd else 0.0,
+                        class_weight="inverse" if tspd else "none")
+        for k, v in defaults.items():
+            if getattr(self, k) is None:
+                setattr(self, k, v)
+        if self.ce not in CE_MODES:
+            raise ValueError(f"ce must be one of {CE_MODES}, got {self.ce!r}")
+        if self.class_weight not in ("inverse", "none"):
+            raise ValueError(f"class_weight must be inverse or none, got {self.class_weight!r}")
+        if tspd:
+            self.features = TSPDConfig(self.arch, self.layers, self.hidden, self.features).features
+
+
+# ------------------------------------------------------------------------------------------------
+# Data: trace file -> padded units + a function that composes features for a CE choice
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Units:
+    raw: torch.Tensor       # tspd: [M, S, Lb, C] sequences of steps; learn2pd: [N, Lb, C] single steps
+    labels: torch.Tensor    # [..., Lb] float
+    weight: torch.Tensor    # [..., Lb] float: 1 where the loss counts
+    group: torch.Tensor     # [M] or [N]: prompt index (for the train/validation split)
+
+
+def make_units(traces: dict, kind: str) -> Units:
+    feats, labels, masked = traces["features"], traces["labels"].float(), traces["masked"]
+    if list(traces["channels"]) != list(CHANNELS):
+        raise ValueError(f"trace channels {traces['channels']} != expected {list(CHANNELS)}")
+    offsets, prompt = traces["offsets"].tolist(), traces["prompt_index"]
+    if kind == "learn2pd":
+        seq_of_step = torch.repeat_interleave(torch.arange(len(offsets) - 1), torch.tensor(offsets).diff())
+        return Units(feats, labels, torch.ones_like(labels), prompt[seq_of_step])
+    M, S = len(offsets) - 1, max(b - a for a, b in zip(offsets, offsets[1:]))
+    Lb, C = feats.shape[1], feats.shape[2]
+    raw, y, w = torch.zeros(M, S, Lb, C), torch.zeros(M, S, Lb), torch.zeros(M, S, Lb)
+    for m, (a, b) in enumerate(zip(offsets, offsets[1:])):
+        raw[m, :b - a], y[m, :b - a], w[m, :b - a] = feats[a:b], labels[a:b], masked[a:b].float()
+    return Units(raw, y, w, prompt)
+
+
+def compose(raw: torch.Tensor, names: tuple[str, ...], use_ce: torch.Tensor) -> torch.Tensor:
+    """Controller features from raw channels; ``use_ce`` [units] bool picks CE's conf/u per unit."""
+    ch = {n: raw[..., i] for i, n in enumerate(CHANNELS)}
+    sel = use_ce.view(-1, *[1] * (raw.dim() - 2))
+    conf = torch.where(sel, ch["ce_conf"], ch["conf"])
+    u = torch.where(sel, ch["u"], torch.zeros_like(ch["u"]))
+    Lb = raw.shape[-2]
+    phi = torch.arange(Lb, dtype=torch.float32) / max(Lb - 1, 1)
+    return stack_features(names, conf, ch["entropy"], ch["ewma"], ch["momentum"], phi, u)
+
+
+def split(group: torch.Tensor, fraction: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unit indices (train, validation), whole prompts on one side."""
+    prompts = group.unique()
+    g = torch.Generator().manual_seed(seed)
+    perm = prompts[torch.randperm(len(prompts), generator=g)]
+    n_val = max(1, round(fraction * len(prompts))) if len(prompts) > 1 else 0
+    val = torch.isin(group, perm[:n_val])
+    return (~val).nonzero()[:, 0], val.nonzero()[:, 0]
+
+
+# ------------------------------------------------------------------------------------------------
+# Model + loss
+# ------------------------------------------------------------------------------------------------
+def build_net(cfg: TrainConfig):
+    if cfg.kind == "tspd":
+        return TSPDNet(TSPDConfig(cfg.arch, cfg.layers, cfg.hidden, cfg.features))
+    return Learn2PDNet(WIDTH)
+
+
+def unit_logits(net, kind: str, x: torch.Tensor) -> torch.Tensor:
+    """tspd: x [m, S, Lb, F] -> [m, S, Lb] (LSTM over S); learn2pd: x [n, Lb, 1] -> [n, Lb]."""
+    if kind == "learn2pd":
+        return net(x[..., 0])
+    m, S, Lb, Fd = x.shape
+    logits, _ = net(x.permute(1, 0, 2, 3).reshape(S, m * Lb, Fd))
+    return logits.reshape(S, m, Lb).permute(1, 0, 2)
+
+
+def weighted_bce(logits, y, w, w_pos: float, w_neg: float) -> torch.Tensor:
+    """Appendix A.5: -w1 y log pi - w0 (1 - y) log(1 - pi), averaged over the counted token-steps."""
+    cw = w * (y * w_pos + (1 - y) * w_neg)
+    return (F.binary_cross_entropy_with_logits(logits, y, reduction="none") * cw).sum() / w.sum().clamp_min(1)
+
+
+def augment(x: torch.Tensor, names: tuple[str, ...], dropout: float, noise: float, g: torch.Generator) -> torch.Tensor:
+    if noise > 0:
+        sigma = torch.tensor([noise if n in CONFIDENCE_FEATURES else 0.0 for n in names])
+        x = x + torch.randn(x.shape, generator=g) * sigma
+    if dropout > 0:
+        x = x * (torch.rand(x.shape, generator=g) >= dropout)   # zero = "channel missing", no rescaling
+    return x
+
+
+@torch.no_grad()
+def evaluate(net, kind, units: Units, idx, names, ce_modes, w_pos, w_neg, gate: float) -> dict:
+    """Validation loss and decision quality of the hard gate, averaged over the CE modes trained for."""
+    out = {}
+    for mode in ce_modes:
+        use = torch.full((len(idx),), mode == "on")
+        x = compose(units.raw[idx], names, use)
+        logits = unit_logits(net, kind, x)
+        y, w = units.labels[idx], units.weight[idx]
+        pred = (torch.sigmoid(logits) >= gate).float() * w
+        tp, fp = (pred * y).sum(), (pred * (1 - y)).sum()
+        pos = (y * w).sum()
+        out[mode] = dict(loss=float(weighted_bce(logits, y, w, w_pos, w_neg)),
+                         precision=float(tp / (tp + fp).clamp_min(1)), recall=float(tp / pos.clamp_min(1)),
+                         fix_rate=float(pred.sum() / w.sum().clamp_min(1)))
+    return {k: sum(v[k] for v in out.values()) / len(out) for k in ("loss", "precision", "recall", "fix_rate")} | {"by_ce": out}
+
+
+def train(traces: dict, cfg: TrainConfig, progress: bool = True):
+    """Train; returns (net with the best validation weights, saved-config dict, learning curve dict)."""
+    torch.manual_seed(cfg.seed)
+    g = torch.Generator().manual_seed(cfg.seed)
+    kind = cfg.kind
+    names = cfg.features if kind == "tspd" else ("conf",)
+    units = make_units(traces, kind)
+    tr, va = split(units.group, cfg.val_fraction, cfg.seed)
+    if len(va) == 0:
+        va = tr
+    ce_modes = {"on": ("on",), "off": ("off",), "mixed": ("on", "off")}[cfg.ce]
+    net = build_net(cfg)
+    gate = 0.5 if kind == "tspd" else 0.96
+    # class weights and input standardisation from the training split only
+    y_tr, w_tr = units.labels[tr], units.weight[tr]
+    n_pos, n_all = float((y_tr * w_tr).sum()), float(w_tr.sum())
+    n_neg = n_all - n_pos
+    w_pos, w_neg = ((n_all / (2 * max(n_pos, 1)), n_all / (2 * max(n_neg, 1))) if cfg.class_weight == "inverse"
+                    else (1.0, 1.0))
+    if kind == "tspd":
+        counted = w_tr.bool()
+        flat = torch.cat([compose(units.raw[tr], names, torch.full((len(tr),), m == "on"))[counted] for m in ce_modes])
+        net.mean.copy_(flat.mean(0))
+        net.std.copy_(flat.std(0).nan_to_num(1.0).clamp_min(1e-3))
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    batch = cfg.batch if cfg.batch and cfg.batch > 0 else len(tr)
+    curve = dict(epoch=[], train_loss=[], val_loss=[], val_precision=[], val_recall=[], val_fix_rate=[], seconds=[])
+    best, best_state, best_epoch, since = math.inf, copy.deepcopy(net.state_dict()), 0, 0
+    t0 = time.perf_counter()
+    from tqdm.auto import tqdm
+    bar = tqdm(range(1, cfg.epochs + 1), desc=f"train {kind}", disable=not progress, unit="epoch")
+    for epoch in bar:
+        net.train()
+        perm = tr[torch.randperm(len(tr), generator=g)]
+        total, count = 0.0, 0.0
+        for i in range(0, len(perm), batch):
+            idx = perm[i:i + batch]
+            use = (torch.rand(len(idx), generator=g) < 0.5) if cfg.ce == "mixed" else torch.full((len(idx),), cfg.ce == "on")
+            x = augment(compose(units.raw[idx], names, use), names, cfg.dropout, cfg.noise, g)
+            loss = weighted_bce(unit_logits(net, kind, x), units.labels[idx], units.weight[idx], w_pos, w_neg)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            n = float(units.weight[idx].sum())
+            total, count = total + loss.item() * n, count + n
+        net.eval()
+        val = evaluate(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
+        for k, v in (("epoch", epoch), ("train_loss", total / max(count, 1)), ("val_loss", val["loss"]),
+                     ("val_precision", val["precision"]), ("val_recall", val["recall"]),
+                     ("val_fix_rate", val["fix_rate"]), ("seconds", time.perf_counter() - t0)):
+            curve[k].append(v)
+        bar.set_postfix(train=f"{curve['train_loss'][-1]:.4f}", val=f"{val['loss']:.4f}")
+        if val["loss"] < best - 1e-6:
+            best, best_state, best_epoch, since = val["loss"], copy.deepcopy(net.state_dict()), epoch, 0
+        else:
+            since += 1
+            if since >= cfg.patience:
+                break
+    bar.close()
+    net.load_state_dict(best_state)
+    net.eval()
+    final = evaluate(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
+    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
+    summary = dict(best_epoch=best_epoch, epochs_run=len(curve["epoch"]), val=final,
+                   train_units=len(tr), val_units=len(va), class_weights=[w_neg, w_pos],
+                   fix_safe_fraction=n_pos / max(n_all, 1), traces=traces.get("meta", {}))
+    if kind == "tspd":
+        saved = dict(kind="tspd", arch=cfg.arch, layers=cfg.layers, hidden=cfg.hidden, features=list(names),
+                     gate=gate, params=sum(p.numel() for p in net.parameters()), train=settings, summary=summary)
+    else:
+        saved = dict(kind="learn2pd", width=WIDTH, accept=gate, params=sum(p.numel() for p in net.parameters()),
+                     train=settings, summary=summary)
+    curve.update(best_epoch=best_epoch, kind=kind)
+    return net, saved, curve
+
+
+# ------------------------------------------------------------------------------------------------
+# CLI
+# ------------------------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--traces", required=True, help="trace file from `python -m tspd collect-traces`")
+    p.add_argument("--kind", choices=KINDS, default="tspd", help="the paper's TSPD gate or the Learn2PD filter")
+    p.add_argument("--arch", choices=("lstm", "mlp"), default="lstm", help="TSPD cell: LSTM (the paper) or MLP (Table 6)")
+    p.add_argument("--layers", type=int, default=2, help="recurrent layers (App. A.3: 2)")
+    p.add_argument("--hidden", type=int, default=16, help="hidden units (App. A.3: 16; Table 8 varies it)")
+    p.add_argument("--features", default=",".join(FEATURES), help=f"comma list from {','.join(FEATURES)}")
+    p.add_argument("--drop", default="", help="Table 7 ablation: comma list of confidence,entropy,momentum,position")
+    p.add_argument("--ce", choices=CE_MODES, default=None, help="features with CE on/off/mixed (default per kind)")
+    p.add_argument("--epochs", type=int, default=None, help="default 300 (tspd) / 5000 (learn2pd)")
+    p.add_argument("--patience", type=int, default=None, help="default 30 (tspd) / 300 (learn2pd)")
+    p.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default per kind)")
+    p.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW weight decay")
+    p.add_argument("--batch", type=int, default=None, help="units per step (0 = full batch)")
+    p.add_argument("--dropout", type=float, default=None, help="feature-channel dropout (default per kind)")
+    p.add_argument("--noise", type=float, default=None, help="Gaussian feature noise (default per kind)")
+    p.add_argument("--class-weight", choices=("inverse", "none"), default=None,
+                   help="BCE class weighting (default per kind: inverse for tspd)")
+    p.add_argument("--val-fraction", type=float, default=0.1, help="prompts held out for validation / early stopping")
+    p.add_argument("--seed", type=int, default=0, help="initialisation and split seed")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--out", required=True, help="output stem, e.g. <model dir>/controllers/tspd")
+
+
+def weights_digest(model) -> str | None:
+    """sha256 of the checkpoint a controller was trained on (its ``model.safetensors``, or the shard
+    index of a sharded one): a controller reads its model's confidence dynamics and belongs to it."""
+    import hashlib
+
+    from tspd.models.loading import resolve_path
+    try:
+        path = resolve_path(model)
+    except ValueError:
+        return None
+    for name in ("model.safetensors", "model.safetensors.index.json"):
+        if (path / name).is_file():
+            h = hashlib.sha256()
+            with open(path / name, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 24), b""):
+                    h.update(chunk)
+            return h.hexdigest()
+    return None
+
+
+def main(args) -> int:
+    features = tuple(f for f in args.features.split(",") if f)
+    if args.drop:
+        dropped = set(FEATURES) - set(features_without([d for d in args.drop.split(",") if d]))
+        features = tuple(f for f in features if f not in dropped)
+    cfg = TrainConfig(kind=args.kind, arch=args.arch, layers=args.layers, hidden=args.hidden, features=features,
+                      ce=args.ce, epochs=args.epochs, patience=args.patience, lr=args.lr,
+                      weight_decay=args.weight_decay, batch=args.batch, dropout=args.dropout, noise=args.noise,
+                      class_weight=args.class_weight, val_fraction=args.val_fraction, seed=args.seed)
+    traces = load_traces(args.traces)
+    net, saved, curve = train(traces, cfg, progress=not args.quiet)
+    saved["traces_file"] = str(args.traces)
+    saved["model"] = traces["meta"].get("model")
+    saved["model_sha256"] = weights_digest(saved["model"])
+    stem = save_controller(net, saved, Path(args.out).with_suffix("") if args.out.endswith(".safetensors") else args.out)
+    Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
+    v = saved["summary"]["val"]
+    print(f"wrote {stem}.safetensors/.json/.curve.json: best epoch {saved['summary']['best_epoch']}, "
+          f"val loss {v['loss']:.4f}, precision {v['precision']:.3f}, recall {v['recall']:.3f}, "
+          f"fix rate {v['fix_rate']:.3f}")
+    return 0

@@ -1,0 +1,585 @@
+"""``python -m tspd train-lm``: train the embedded ``tiny-arith`` diffusion LM on :mod:`tspd.eval.tasks.arith`.
+
+Objective: LLaDA's supervised fine-tuning loss (Nie et al., 2025, Sec. 2.3 / Eq. 5). A sequence is
+``prompt + answer``, the answer padded with EOS up to ``gen_length``. For each sample draw
+``t ~ U(eps, 1]`` and mask every answer-region position (EOS padding included) independently with
+probability ``t``; the prompt is never masked. The loss is the cross-entropy of the masked positions,
+each weighted by ``1/t``, summed and divided by the answer-region length, averaged over the batch::
+
+    L = E_b [ 1/L_ans * sum_{i in answer, masked} -log p(x_i | x_t) / t ]
+
+Batches are left-padded with the pad token and carry an attention mask and ``position_ids =
+cumsum(mask) - 1``: exactly how :func:`tspd.decoding.loop.generate` batches prompts at inference.
+The times ``t`` of a batch are stratified (one draw in each of ``B`` equal slices of ``(eps, 1]``, in a
+random order), which keeps the expectation and lowers the variance of the 1/t-weighted loss.
+Optimiser: AdamW, linear warmup then cosine decay (over steps, or over wall time with ``--minutes``),
+gradient clipping at 1.0, bf16 autocast on CUDA and fp32 on CPU, optional ``torch.compile``.
+
+``--resume`` continues an interrupted run from its last saved state (``train_state.pt``: fp32
+weights, optimiser, step, elapsed time, learning curve), on the same data stream and schedule.
+``--eval-minutes`` scores the model on held-out problems every few minutes of training (the learning
+curve, ``eval_log.csv``); evaluation time does not count against ``--minutes``.
+
+Outputs in ``--out``: ``config.json`` + ``model.safetensors`` (bf16, rewritten every few minutes so an
+interrupted run leaves a valid checkpoint), the character tokenizer, ``train_log.csv``,
+``eval_log.csv`` and ``TRAINING.md`` (command, revision, device, wall time, loss, learning curve and
+the held-out accuracy of 1 token per step against parallel decoding: the sweep of :data:`SWEEP`).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import queue
+import shlex
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from tspd.eval.tasks import arith
+from tspd.models.char_tokenizer import build_tokenizer
+from tspd.eval.results import wilson
+from tspd.models.config import LLaDAConfig
+from tspd.models.loading import save_model, special_tokens
+from tspd.models.llada import LLaDAModelLM
+from tspd.provenance import device_name, git_revision
+
+GPU_COMMAND = ("python -m tspd train-lm --out tspd/zoo/tiny-arith --device cuda --compile --minutes 8 "
+               "--d-model 256 --n-layers 6 --n-heads 4 --mlp-hidden 704 --batch-size 256")
+STATE = "train_state.pt"   # resumable training state beside the checkpoint (not shipped)
+# The final evaluation: 1 token per step, then what parallel decoding costs (Sec. 1: committing several
+# tokens per step loses accuracy). (policy, threshold, tokens per step).
+SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.8, 0.7, 0.5)] + \
+        [("vanilla", None, k) for k in (2, 4, 8)]
+
+
+@dataclass
+class TrainConfig:
+    out: str
+    d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
+    n_layers: int = 4              # transformer blocks
+    n_heads: int = 4               # attention heads
+    mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
+    gen_length: int = arith.GEN_LENGTH      # answer region = the inference generation window
+    block_length: int = arith.BLOCK_LENGTH  # only used for evaluation (semi-AR blocks)
+    batch_size: int = 64           # sequences per optimizer step
+    lr: float = 3e-3               # peak AdamW learning rate
+    min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
+    warmup_frac: float = 0.03      # of the run (steps or minutes)
+    weight_decay: float = 0.1      # on matrices only, not on norms and embeddings
+    eps: float = 1e-3              # t ~ U(eps, 1]: LLaDA's lower bound keeps the 1/t weight finite
+    minutes: float | None = None   # wall-time budget of the training loop (schedule follows time)
+    max_steps: int | None = None   # step budget (with --minutes: whichever ends first)
+    device: str = "cpu"            # cpu | cuda (bf16 autocast on CUDA)
+    compile: bool = False          # torch.compile the model: about 2x faster on this CPU after a ~1 min compile
+    seed: int = 0                  # initialisation, data stream and masking noise
+    eval_every: int = 0            # steps between in-training evaluations (0 = never)
+    eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
+    eval_n: int = 200              # test problems for in-training evaluations
+    final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
+    eval_batch: int = 500          # prompts per generate() call
+    save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
+    log_every: int = 25            # steps between log lines (and at least one a minute)
+    prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile
+    threads: int | None = None     # torch CPU threads (None = torch's default)
+    resume: bool = False           # continue from --out's train_state.pt (same data stream and schedule)
+
+
+def _field_comments() -> dict[str, str]:
+    """TrainConfig's why-comments, by field: the help of each ``train-lm`` option."""
+    import inspect
+    out = {}
+    for line in inspect.getsource(TrainConfig).splitlines():
+        name, _, rest = line.strip().partition(":")
+        if "#" in rest and name.isidentifier():
+            out[name] = rest.split("#", 1)[1].strip()
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    defaults = TrainConfig(out="")
+    helps = _field_comments()
+    p.add_argument("--out", required=True, help="output checkpoint directory")
+    for f in fields(TrainConfig):
+        if f.name == "out":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(defaults, f.name)
+        help_text = helps.get(f.name, f.name.replace("_", " "))
+        if f.name == "device":
+            p.add_argument(flag, default=default, choices=["cpu", "cuda"], help=help_text)
+        elif f.type in ("bool", bool):
+            p.add_argument(flag, action="store_true", help=help_text)
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
+            p.add_argument(flag, type=kind, default=default, help=help_text)
+    p.add_argument("--eval-only", action="store_true",
+                   help="skip training: evaluate the checkpoint in --out and append to its TRAINING.md")
+
+
+def command_line(cfg: TrainConfig) -> str:
+    """The exact command that reproduces this run (every option spelt out)."""
+    parts = ["python", "-m", "tspd", "train-lm"]
+    for k, v in asdict(cfg).items():
+        flag = "--" + k.replace("_", "-")
+        if isinstance(v, bool):
+            parts += [flag] if v else []
+        elif v is not None:
+            parts += [flag, str(v)]
+    return shlex.join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# Model
+# ----------------------------------------------------------------------------------------------
+def model_config(cfg: TrainConfig, tokenizer) -> LLaDAConfig:
+    """An LLaDAConfig whose vocabulary and special ids come from the tokenizer."""
+    return LLaDAConfig(
+        d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, mlp_hidden_size=cfg.mlp_hidden,
+        vocab_size=len(tokenizer), max_sequence_length=512, rope_theta=10000.0,
+        mask_token_id=tokenizer.mask_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        extra={"tspd_task": {"name": "tspd.eval.tasks.arith", "fingerprint": arith.fingerprint(),
+                             "prompt": "the question text, no template",
+                             "gen_length": cfg.gen_length, "block_length": cfg.block_length}})
+
+
+def init_weights(model: LLaDAModelLM) -> None:
+    """GPT-2 style: N(0, 0.02) everywhere, residual output projections scaled by 1/sqrt(2 n_layers)."""
+    std = 0.02
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            continue                                  # RMSNorm weights stay 1
+        residual = ".blocks." in name and name.endswith(("attn_out.weight", "ff_out.weight"))
+        scale = 1 / math.sqrt(2 * model.config.n_layers) if residual else 1.0
+        torch.nn.init.normal_(p, mean=0.0, std=std * scale)
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+# ----------------------------------------------------------------------------------------------
+# Data: left-padded prompt + EOS-padded answer
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Batch:
+    input_ids: torch.Tensor       # [B, P + L] clean tokens: left pad, prompt, answer, EOS fill
+    attention_mask: torch.Tensor  # [B, P + L] 0 on left padding
+    position_ids: torch.Tensor    # [B, P + L] cumsum(mask) - 1
+    prompt_width: int             # P: the answer region is input_ids[:, P:]
+
+    def to(self, device) -> "Batch":
+        nb = device.type == "cuda"
+        return Batch(self.input_ids.to(device, non_blocking=nb), self.attention_mask.to(device, non_blocking=nb),
+                     self.position_ids.to(device, non_blocking=nb), self.prompt_width)
+
+
+def encode_answer(tokenizer, answer: str, gen_length: int) -> list[int]:
+    """Answer ids followed by EOS up to ``gen_length``; the answer must leave room for one EOS."""
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    if len(ids) >= gen_length:
+        raise ValueError(f"answer of {len(ids)} tokens does not fit gen_length={gen_length} with an EOS after it")
+    return ids + [tokenizer.eos_token_id] * (gen_length - len(ids))
+
+
+def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple: int = 1) -> Batch:
+    """Collate problems the way inference batches prompts (left padding with the pad token)."""
+    prompts = tokenizer([arith.prompt(p) for p in problems], add_special_tokens=False)["input_ids"]
+    width = max(map(len, prompts))
+    width = -(-width // prompt_multiple) * prompt_multiple
+    B = len(problems)
+    ids = torch.full((B, width + gen_length), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((B, width + gen_length), dtype=torch.long)
+    for i, (p, pr) in enumerate(zip(problems, prompts)):
+        ids[i, width - len(pr):width] = torch.tensor(pr)
+        ids[i, width:] = torch.tensor(encode_answer(tokenizer, p["answer"], gen_length))
+        mask[i, width - len(pr):] = 1
+    pos = (mask.cumsum(-1) - 1).clamp_min(0)
+    return Batch(ids, mask, pos, width)
+
+
+class BatchStream:
+    """Training batches from :func:`tspd.eval.tasks.arith.iter_train`, built ahead in a background thread."""
+
+    def __init__(self, tokenizer, cfg: TrainConfig, prefetch: int = 4, skip_batches: int = 0):
+        self.tokenizer, self.cfg = tokenizer, cfg
+        self.problems = arith.iter_train(cfg.seed)
+        for _ in range(skip_batches * cfg.batch_size):   # a resumed run continues the same stream
+            next(self.problems)
+        self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._fill, daemon=True)
+        self.thread.start()
+
+    def _fill(self) -> None:
+        try:
+            while not self.stop.is_set():
+                chunk = [next(self.problems) for _ in range(self.cfg.batch_size)]
+                batch = make_batch(self.tokenizer, chunk, self.cfg.gen_length, self.cfg.prompt_multiple)
+                if torch.cuda.is_available() and self.cfg.device == "cuda":
+                    batch = Batch(batch.input_ids.pin_memory(), batch.attention_mask.pin_memory(),
+                                  batch.position_ids.pin_memory(), batch.prompt_width)
+                self._put(batch)
+        except BaseException as e:   # hand the error to the training loop instead of leaving it waiting
+            self._put(e)
+
+    def _put(self, item) -> None:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                pass
+
+    def __next__(self) -> Batch:
+        item = self.queue.get()
+        if isinstance(item, BaseException):
+            raise RuntimeError("building a training batch failed") from item
+        return item
+
+    def close(self) -> None:
+        self.stop.set()
+
+
+# ----------------------------------------------------------------------------------------------
+# Objective
+# ----------------------------------------------------------------------------------------------
+def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
+             generator: torch.Generator | None = None) -> torch.Tensor:
+    """LLaDA SFT loss (Eq. 5): masked-token CE weighted by 1/t over the answer region / its length."""
+    ids, P = batch.input_ids, batch.prompt_width
+    answer = ids[:, P:]
+    B, L = answer.shape
+    t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
+    masked = torch.rand(B, L, device=ids.device, generator=generator) < t
+    noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
+    logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
+    ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
+    return ((ce * masked / t).sum(-1) / L).mean()
+
+
+def stratified_uniform(n: int, device, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``[n, 1]`` draws in [0, 1), one in each slice [i/n, (i+1)/n), shuffled: uniform marginals, less variance."""
+    u = torch.rand(n, device=device, generator=generator)
+    order = torch.randperm(n, device=device, generator=generator)
+    return ((order + u) / n).unsqueeze(1)
+
+
+def lr_factor(progress: float, warmup_frac: float, min_lr_frac: float) -> float:
+    """Linear warmup over the first ``warmup_frac`` of the run, then cosine decay to ``min_lr_frac``."""
+    if progress < warmup_frac:
+        return max(progress / warmup_frac, 1e-3)
+    p = min((progress - warmup_frac) / max(1 - warmup_frac, 1e-9), 1.0)
+    return min_lr_frac + (1 - min_lr_frac) * 0.5 * (1 + math.cos(math.pi * p))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, fused: bool) -> torch.optim.Optimizer:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "wte" not in n]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "wte" not in n)]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), fused=fused)
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation (through tspd.generate, the same code path as every benchmark)
+# ----------------------------------------------------------------------------------------------
+@torch.no_grad()
+def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: int = 32,
+             steps: int | None = None, policy: str = "vanilla", threshold: float | None = None,
+             batch: int = 500) -> dict:
+    """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems``."""
+    from tspd.decoding.config import DecodeConfig
+    from tspd.decoding.loop import generate
+
+    steps = gen_length if steps is None else steps
+    decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
+                             steps=steps)
+    correct, nfe = 0, []
+    for i in range(0, len(problems), batch):
+        chunk = problems[i:i + batch]
+        out = generate(model, [arith.prompt(p) for p in chunk], decode)
+        correct += sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
+        nfe.append(out.nfe)
+    return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
+            "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0}
+
+
+def final_evaluation(out: Path, cfg: TrainConfig, log) -> list[dict]:
+    """Reload the saved checkpoint and score it with every decoding of :data:`SWEEP`."""
+    from tspd.models.loading import load_model
+
+    if cfg.final_eval_n <= 0:
+        return []
+    model = load_model(out, device=cfg.device)
+    problems = arith.load_split("test", min(cfg.final_eval_n, arith.SPLIT_SIZES["test"]))
+    results = []
+    for policy, threshold, per_step in SWEEP:
+        t0 = time.time()
+        steps = cfg.gen_length // per_step if per_step else cfg.gen_length
+        try:
+            r = evaluate(model, problems, cfg.gen_length, cfg.block_length, steps, policy,
+                         threshold, cfg.eval_batch)
+        except Exception as e:   # a decoding policy that is missing or broken must not lose the checkpoint
+            r = {"policy": policy, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
+        r["tokens_per_step"] = per_step
+        r["seconds"] = round(time.time() - t0, 1)
+        log(f"eval {policy} threshold={threshold} tokens/step={per_step}: " +
+            (f"{r['accuracy']:.1%} of {r['n']} (nfe {r['nfe']}, {r['seconds']} s)" if "accuracy" in r else r["error"]))
+        results.append(r)
+    return results
+
+
+# ----------------------------------------------------------------------------------------------
+# Records
+# ----------------------------------------------------------------------------------------------
+def _decoding_name(r: dict) -> str:
+    if r["policy"] == "vanilla":
+        k = r.get("tokens_per_step") or 1
+        return "1 token per step (vanilla)" if k == 1 else f"{k} tokens per step (vanilla, fixed schedule)"
+    return f"{r['policy']}, confidence threshold {r['threshold']}"
+
+
+def sweep_table(evals: list[dict]) -> list[str]:
+    """Markdown rows: accuracy with its 95 % interval, change against 1 token per step, forwards."""
+    base = next((r for r in evals if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
+                 and "accuracy" in r), None)
+    rows = ["| decoding | accuracy (95 % interval) | vs 1 token/step (points) | n | forwards (batch max) |",
+            "|---|---|---|---|---|"]
+    for r in evals:
+        if "accuracy" not in r:
+            rows.append(f"| {_decoding_name(r)} | not measured: {r['error']} | | {r['n']} | |")
+            continue
+        lo, hi = wilson(r["correct"], r["n"])
+        delta = f"{100 * (r['accuracy'] - base['accuracy']):+.1f}" if base and r is not base else ""
+        rows.append(f"| {_decoding_name(r)} | {r['accuracy']:.1%} ({r['correct']}/{r['n']}; "
+                    f"{lo:.1%}-{hi:.1%}) | {delta} | {r['n']} | {r['nfe']} |")
+    return rows
+
+
+def write_training_md(out: Path, info: dict) -> None:
+    lines = ["# tiny-arith: training record", "",
+             "Embedded masked diffusion LM (LLaDA architecture) trained with the LLaDA SFT objective on "
+             "`tspd.eval.tasks.arith` (synthetic GSM8K-style problems). Written by `python -m tspd train-lm`.", "",
+             f"- status: {info['status']}",
+             f"- command: `{info['command']}`",
+             f"- git revision: {info['git']}",
+             f"- device: {info['device']}",
+             f"- torch: {torch.__version__}",
+             f"- parameters: {info['params']:,}",
+             f"- steps: {info['step']} (batch {info['batch_size']}, {info['tokens']:,} sequence positions)",
+             f"- wall time of training: {info['train_seconds'] / 60:.1f} min "
+             f"({info['tokens_per_s']:,.0f} positions/s; in-training evaluations excluded)",
+             f"- final loss (mean of the last {info['loss_window']} steps): {info['loss']:.4f}", ""]
+    if info.get("resumes"):
+        lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
+    if info.get("curve"):
+        lines += ["## Learning curve (held-out, 1 token per step)", "",
+                  "| step | training minutes | loss | accuracy | n |", "|---|---|---|---|---|"]
+        lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} |"
+                  for c in info["curve"]]
+        lines.append("")
+    if info.get("evals"):
+        lines += ["## Held-out accuracy (`tspd.eval.tasks.arith` test split, gen_length "
+                  f"{info['gen_length']}, block_length {info['block_length']})", ""]
+        lines += sweep_table(info["evals"])
+        lines.append("")
+    lines += ["## On a GPU", "",
+              "A larger model trains in minutes on one GPU (not needed: the checkpoint above is the CPU run):", "",
+              f"    {GPU_COMMAND}", "",
+              "It rewrites this directory (weights in bf16, tokenizer, this file).", ""]
+    (out / "TRAINING.md").write_text("\n".join(lines))
+
+
+def save_checkpoint(model: LLaDAModelLM, out: Path) -> None:
+    """Write the weights (bf16) to a temporary directory, then move the files into ``out``."""
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        save_model(model, tmp, dtype=torch.bfloat16)
+        for name in ("config.json", "model.safetensors"):
+            os.replace(Path(tmp, name), out / name)
+            os.chmod(out / name, 0o644)   # the temporary directory's files are private
+
+
+def save_state(out: Path, model, opt, info: dict, gen: torch.Generator) -> None:
+    """Everything ``--resume`` needs, written atomically: fp32 weights, optimiser, counters, curve."""
+    tmp = out / (STATE + ".tmp")
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "info": info,
+                "gen": gen.get_state(), "torch_rng": torch.get_rng_state()}, tmp)
+    os.replace(tmp, out / STATE)
+
+
+# ----------------------------------------------------------------------------------------------
+# Main loop
+# ----------------------------------------------------------------------------------------------
+def train(cfg: TrainConfig, log=print) -> dict:
+    """Train, checkpoint every ``save_minutes``, save, then evaluate; returns the TRAINING.md record."""
+    if cfg.minutes is None and cfg.max_steps is None:
+        raise ValueError("give --minutes or --max-steps")
+    if cfg.resume and not (Path(cfg.out) / STATE).is_file():
+        raise ValueError(f"--resume: no {STATE} in {cfg.out} (start the run without --resume)")
+    threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        return _train(cfg, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg: TrainConfig, log) -> dict:
+    device = torch.device(cfg.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer(out)
+    torch.manual_seed(cfg.seed)
+    model = LLaDAModelLM(model_config(cfg, tokenizer))
+    init_weights(model)
+    model.to(device).train()
+    model.tokenizer, model.special = tokenizer, special_tokens(model.config, tokenizer)
+    mask_id = model.special.mask
+    params = count_parameters(model)
+    log(f"model: {params:,} parameters; device {device_name(device)}; torch {torch.__version__}")
+    opt = make_optimizer(model, cfg, fused=device.type == "cuda")
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
+    info = {"status": "in progress", "command": command_line(cfg), "git": git_revision() or "unknown",
+            "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
+            "tokens": 0, "train_seconds": 0.0, "tokens_per_s": 0.0, "loss": float("nan"), "loss_window": 0,
+            "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": [], "curve": [],
+            "recent": [], "resumes": 0}
+    if cfg.resume:
+        state = torch.load(out / STATE, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        gen.set_state(state["gen"])
+        torch.set_rng_state(state["torch_rng"])
+        info.update({k: state["info"][k] for k in ("step", "tokens", "train_seconds", "curve", "recent", "resumes")})
+        info.update(command=state["info"]["command"], resumes=info["resumes"] + 1, resumed_by=command_line(cfg),
+                    git=f"{state['info']['git'].split(', resumed at')[0]}, resumed at {git_revision() or 'unknown'}")
+        log(f"resumed at step {info['step']} ({info['train_seconds'] / 60:.1f} min of training)")
+    step_fn = torch.compile(model) if cfg.compile else model
+    step, tokens, recent = info["step"], info["tokens"], info["recent"]
+    stream = BatchStream(tokenizer, cfg, skip_batches=step)
+    mode = "a" if cfg.resume else "w"
+    csv_file, eval_file = (out / "train_log.csv").open(mode, newline=""), (out / "eval_log.csv").open(mode, newline="")
+    writer, eval_writer = csv.writer(csv_file), csv.writer(eval_file)
+    if not cfg.resume:
+        writer.writerow(["step", "minutes", "lr", "loss", "positions_per_s"])
+        eval_writer.writerow(["step", "minutes", "loss", "accuracy", "n"])
+    t_start = time.time() - info["train_seconds"]     # training time so far (evaluations excluded)
+    last_save = last_log = time.time()
+    last_eval = info["curve"][-1]["minutes"] * 60 if info["curve"] else 0.0
+    tokens_at_log = tokens
+    progress = 0.0
+    try:
+        while progress < 1.0:
+            elapsed = time.time() - t_start
+            progress = max(step / cfg.max_steps if cfg.max_steps else 0.0,
+                           elapsed / (60 * cfg.minutes) if cfg.minutes else 0.0)
+            if progress >= 1.0:
+                break
+            lr = cfg.lr * lr_factor(progress, cfg.warmup_frac, cfg.min_lr_frac)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            batch = next(stream).to(device)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                loss = sft_loss(step_fn, batch, mask_id, cfg.eps, gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            tokens += batch.input_ids.numel()
+            recent.append(loss.item())
+            del recent[:-100]
+            now = time.time()
+            if step % cfg.log_every == 0 or step == 1 or now - last_log > 60:
+                rate = (tokens - tokens_at_log) / max(now - last_log, 1e-9)
+                log(f"step {step:6d} | {(now - t_start) / 60:6.2f} min | lr {lr:.2e} | "
+                    f"loss {sum(recent[-cfg.log_every:]) / len(recent[-cfg.log_every:]):.4f} | {rate:,.0f} positions/s")
+                writer.writerow([step, round((now - t_start) / 60, 3), f"{lr:.3e}", f"{recent[-1]:.4f}", round(rate)])
+                csv_file.flush()
+                last_log, tokens_at_log = now, tokens
+            due = (cfg.eval_every and step % cfg.eval_every == 0) or \
+                (cfg.eval_minutes and now - t_start - last_eval >= 60 * cfg.eval_minutes)
+            if due:
+                last_eval = now - t_start
+                model.eval()
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                    r = evaluate(model, arith.load_split("test", cfg.eval_n), cfg.gen_length,
+                                 cfg.block_length, batch=cfg.eval_batch)
+                model.train()
+                point = {"step": step, "minutes": round(last_eval / 60, 2), "accuracy": r["accuracy"],
+                         "n": r["n"], "loss": sum(recent[-50:]) / len(recent[-50:])}
+                info["curve"].append(point)
+                eval_writer.writerow([step, point["minutes"], round(point["loss"], 4), r["accuracy"], r["n"]])
+                eval_file.flush()
+                log(f"step {step:6d} | eval 1 token/step: {r['accuracy']:.1%} of {r['n']}")
+                t_start += time.time() - now   # evaluation time does not count against --minutes
+            if time.time() - last_save > 60 * cfg.save_minutes:
+                _record(model, opt, gen, out, info, step, tokens, time.time() - t_start, recent)
+                last_save = time.time()
+    finally:
+        stream.close()
+        csv_file.close()
+        eval_file.close()
+    train_seconds = time.time() - t_start
+    _record(model, opt, gen, out, info, step, tokens, train_seconds, recent)
+    log(f"trained {step} steps in {train_seconds / 60:.1f} min; final loss {info['loss']:.4f}; saved to {out}")
+    info["status"] = "finished training; evaluating"
+    write_training_md(out, info)
+    info["evals"] = final_evaluation(out, cfg, log)
+    info["status"] = "finished"
+    write_training_md(out, info)
+    (out / "evals.json").write_text(json.dumps(info["evals"], indent=1) + "\n")
+    return info
+
+
+def _record(model, opt, gen, out: Path, info: dict, step: int, tokens: int, seconds: float,
+            recent: list[float]) -> None:
+    save_checkpoint(model, out)
+    window = recent[-50:]
+    info.update(step=step, tokens=tokens, train_seconds=seconds, tokens_per_s=tokens / max(seconds, 1e-9),
+                loss=sum(window) / max(len(window), 1), loss_window=len(window), recent=recent)
+    save_state(out, model, opt, info, gen)
+    write_training_md(out, info)
+
+
+def eval_only(cfg: TrainConfig, log=print) -> list[dict]:
+    """Score an existing checkpoint and append the table to its TRAINING.md (and ``evals.json``)."""
+    out = Path(cfg.out)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    evals = final_evaluation(out, cfg, log)
+    with (out / "TRAINING.md").open("a") as f:
+        f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
+                f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
+    (out / "evals.json").write_text(json.dumps(evals, indent=1) + "\n")
+    return evals
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+    if getattr(args, "eval_only", False):
+        eval_only(cfg)
+        return 0
+    try:
+        train(cfg, log=lambda s: print(s, flush=True))
+    except ValueError as e:   # bad options: one line, no traceback
+        print(f"train-lm: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = ["TrainConfig", "Batch", "make_batch", "encode_answer", "sft_loss", "lr_factor", "train",
+           "evaluate", "model_config", "init_weights", "add_arguments", "main"]
