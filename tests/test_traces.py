@@ -11,7 +11,7 @@ from tspd.decoding.controllers.learn2pd import Learn2PD
 from tspd.decoding.controllers.tspd import TSPD
 from tspd.decoding.loop import generate
 from tspd.training.traces import CHANNELS, collect, load_prompts, load_traces
-from tspd.training.train_controller import TrainConfig, train
+from tspd.training.train_controller import ControllerTrainConfig, train
 
 from conftest import MASK, prompts, random_model
 
@@ -92,20 +92,20 @@ def test_train_controller_cli_smoke(model, traces, tmp_path, kind):
 
 
 def test_training_is_deterministic_and_learns(traces):
-    cfg = TrainConfig(kind="tspd", hidden=8, epochs=6, patience=10, seed=3)
+    cfg = ControllerTrainConfig(kind="tspd", hidden=8, epochs=6, patience=10, seed=3)
     a, _, curve = train(traces, cfg, progress=False)
     b, _, _ = train(traces, cfg, progress=False)
     for (k, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(x, y), k
     assert curve["train_loss"][-1] < curve["train_loss"][0]
-    c, _, _ = train(traces, TrainConfig(kind="tspd", hidden=8, epochs=6, patience=10, seed=4), progress=False)
+    c, _, _ = train(traces, ControllerTrainConfig(kind="tspd", hidden=8, epochs=6, patience=10, seed=4), progress=False)
     assert not torch.equal(a.head.weight, c.head.weight)
 
 
 def test_learned_controllers_accept_an_explicit_weights_path(model, traces, tmp_path):
     from tspd.decoding.controllers.tspd import save_controller
     for kind, ctrl in (("tspd", TSPD), ("learn2pd", Learn2PD)):
-        net, saved, _ = train(traces, TrainConfig(kind=kind, epochs=1), progress=False)
+        net, saved, _ = train(traces, ControllerTrainConfig(kind=kind, epochs=1), progress=False)
         save_controller(net, saved, tmp_path / f"my-{kind}")
         c = ctrl(weights=tmp_path / f"my-{kind}.safetensors")
         out = generate(model, prompts(1), gen_length=GEN, block_length=BLOCK, policy=c)

@@ -11,7 +11,7 @@ import torch
 from tspd import load_model
 from tspd.eval.tasks import arith
 from tspd.models.char_tokenizer import build_tokenizer
-from tspd.training.train_lm import (STATE, TrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
+from tspd.training.train_lm import (STATE, LMTrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
                            stratified_uniform, train)
 from tspd.eval.results import wilson
 
@@ -51,7 +51,7 @@ def test_encode_answer_never_truncates(tokenizer):
 
 def test_batch_stream_raises_instead_of_hanging(tokenizer):
     from tspd.training.train_lm import BatchStream
-    stream = BatchStream(tokenizer, TrainConfig(out="", batch_size=2, gen_length=16))   # answers do not fit
+    stream = BatchStream(tokenizer, LMTrainConfig(out="", batch_size=2, gen_length=16))   # answers do not fit
     try:
         with pytest.raises(RuntimeError, match="training batch"):
             next(stream)
@@ -60,7 +60,7 @@ def test_batch_stream_raises_instead_of_hanging(tokenizer):
 
 
 def test_model_config_reads_ids_from_tokenizer(tokenizer):
-    cfg = model_config(TrainConfig(out="", **TINY), tokenizer)
+    cfg = model_config(LMTrainConfig(out="", **TINY), tokenizer)
     assert cfg.vocab_size == len(tokenizer)
     assert cfg.mask_token_id == tokenizer.mask_token_id
     assert cfg.eos_token_id == cfg.pad_token_id == tokenizer.eos_token_id
@@ -116,7 +116,7 @@ def test_cli_flags_match_config():
     p = argparse.ArgumentParser()
     train_lm.add_arguments(p)
     args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01"])
-    cfg = TrainConfig(**{k: getattr(args, k) for k in TrainConfig.__dataclass_fields__})
+    cfg = LMTrainConfig(**{k: getattr(args, k) for k in LMTrainConfig.__dataclass_fields__})
     assert (cfg.max_steps, cfg.compile, cfg.lr, cfg.minutes, cfg.device) == (3, True, 0.01, None, "cpu")
     assert cfg.d_model == 128 and cfg.n_layers == 4 and cfg.n_heads == 4 and not cfg.resume
     assert (cfg.gen_length, cfg.block_length) == (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
@@ -124,7 +124,7 @@ def test_cli_flags_match_config():
 
 def test_tiny_training_run_writes_a_loadable_checkpoint(tmp_path):
     out = tmp_path / "tiny"
-    cfg = TrainConfig(out=str(out), **TINY, batch_size=16, max_steps=40, lr=3e-3, warmup_frac=0.05,
+    cfg = LMTrainConfig(out=str(out), **TINY, batch_size=16, max_steps=40, lr=3e-3, warmup_frac=0.05,
                       log_every=1, final_eval_n=0, seed=0)
     info = train(cfg, log=lambda s: None)
     assert info["step"] == 40
@@ -157,7 +157,7 @@ def test_evaluate_scores_through_generate(tmp_path):
     """The evaluation path (tspd.generate) runs on a tiny model and returns a well-formed record."""
     from tspd.training.train_lm import evaluate
     out = tmp_path / "tiny"
-    train(TrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0), log=lambda s: None)
+    train(LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0), log=lambda s: None)
     model = load_model(out)
     r = evaluate(model, arith.load_split("test", 2), gen_length=128, block_length=32, steps=4)
     assert r["n"] == 2 and 0 <= r["correct"] <= 2 and r["nfe"] == 4
@@ -182,10 +182,10 @@ def test_resume_continues_the_same_run(tmp_path):
     """6 steps, then --resume to 10, gives the same weights as 10 steps in one go (constant lr)."""
     common = dict(**TINY, batch_size=4, lr=3e-3, warmup_frac=1e-9, min_lr_frac=1.0, final_eval_n=0, seed=1,
                   log_every=1)
-    train(TrainConfig(out=str(tmp_path / "once"), max_steps=10, **common), log=lambda s: None)
-    train(TrainConfig(out=str(tmp_path / "twice"), max_steps=6, **common), log=lambda s: None)
+    train(LMTrainConfig(out=str(tmp_path / "once"), max_steps=10, **common), log=lambda s: None)
+    train(LMTrainConfig(out=str(tmp_path / "twice"), max_steps=6, **common), log=lambda s: None)
     assert (tmp_path / "twice" / STATE).is_file()
-    info = train(TrainConfig(out=str(tmp_path / "twice"), max_steps=10, resume=True, **common), log=lambda s: None)
+    info = train(LMTrainConfig(out=str(tmp_path / "twice"), max_steps=10, resume=True, **common), log=lambda s: None)
     assert info["step"] == 10 and info["resumes"] == 1 and ", resumed at " in info["git"]
     a = torch.load(tmp_path / "once" / STATE, weights_only=False)["model"]
     b = torch.load(tmp_path / "twice" / STATE, weights_only=False)["model"]
@@ -193,12 +193,12 @@ def test_resume_continues_the_same_run(tmp_path):
     rows = list(csv.DictReader((tmp_path / "twice" / "train_log.csv").open()))
     assert [int(r["step"]) for r in rows][-1] == 10 and len({r["step"] for r in rows}) == len(rows)
     with pytest.raises(ValueError, match="no train_state"):
-        train(TrainConfig(out=str(tmp_path / "none"), max_steps=2, resume=True, **common), log=lambda s: None)
+        train(LMTrainConfig(out=str(tmp_path / "none"), max_steps=2, resume=True, **common), log=lambda s: None)
 
 
 def test_learning_curve_is_recorded(tmp_path):
     out = tmp_path / "curve"
-    info = train(TrainConfig(out=str(out), **TINY, batch_size=4, max_steps=4, eval_every=2, eval_n=2,
+    info = train(LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=4, eval_every=2, eval_n=2,
                              final_eval_n=0), log=lambda s: None)
     assert [c["step"] for c in info["curve"]] == [2, 4]
     rows = list(csv.DictReader((out / "eval_log.csv").open()))

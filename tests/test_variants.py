@@ -8,7 +8,7 @@ from tspd import book
 from tspd.training import variants
 from tspd.eval.experiments import RunConfig
 from tspd.training.traces import collect
-from tspd.training.train_controller import TrainConfig
+from tspd.training.train_controller import ControllerTrainConfig
 
 from conftest import prompts, random_model
 
@@ -60,13 +60,13 @@ def test_stabilization_ratio_is_the_fix_safe_fraction_of_masked_steps(sets):
 
 def test_controller_is_trained_once_per_traces_and_config(sets, tmp_path):
     egp, van = sets
-    cfg = TrainConfig(epochs=3, batch=8, patience=3)
+    cfg = ControllerTrainConfig(epochs=3, batch=8, patience=3)
     stem = variants.controller(egp, cfg, results_dir=tmp_path)
     stamp = stem.with_suffix(".safetensors").stat().st_mtime_ns
     assert variants.controller(egp, cfg, results_dir=tmp_path) == stem
     assert stem.with_suffix(".safetensors").stat().st_mtime_ns == stamp        # read back, not retrained
     assert variants.controller(van, cfg, results_dir=tmp_path) != stem         # other traces, other variant
-    assert variants.controller(egp, TrainConfig(epochs=3, batch=8, patience=3, hidden=8), results_dir=tmp_path) != stem
+    assert variants.controller(egp, ControllerTrainConfig(epochs=3, batch=8, patience=3, hidden=8), results_dir=tmp_path) != stem
     assert variants.summary(stem)["traces"] == variants.fingerprint(egp)
     assert len(variants.curve(stem)["val_loss"]) >= 1
 

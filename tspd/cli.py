@@ -18,7 +18,7 @@ COMMANDS = {
     "train-controller": ("tspd.training.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
 }
-# Commands that run torch on the CPU take --threads (train-lm has its own, in its TrainConfig).
+# Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
 THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step")
 
 

@@ -47,7 +47,7 @@ CONFIDENCE_FEATURES = ("conf", "ewma", "momentum")   # the channels that get Gau
 
 
 @dataclass
-class TrainConfig:
+class ControllerTrainConfig:
     kind: str = "tspd"
     arch: str = "lstm"              # TSPD architecture (Tables 6 and 8)
     layers: int = 2
@@ -136,7 +136,7 @@ def split(group: torch.Tensor, fraction: float, seed: int) -> tuple[torch.Tensor
 # ------------------------------------------------------------------------------------------------
 # Model + loss
 # ------------------------------------------------------------------------------------------------
-def build_net(cfg: TrainConfig):
+def build_net(cfg: ControllerTrainConfig):
     if cfg.kind == "tspd":
         return TSPDNet(TSPDConfig(cfg.arch, cfg.layers, cfg.hidden, cfg.features))
     return Learn2PDNet(WIDTH)
@@ -184,7 +184,7 @@ def evaluate(net, kind, units: Units, idx, names, ce_modes, w_pos, w_neg, gate: 
     return {k: sum(v[k] for v in out.values()) / len(out) for k in ("loss", "precision", "recall", "fix_rate")} | {"by_ce": out}
 
 
-def train(traces: dict, cfg: TrainConfig, progress: bool = True):
+def train(traces: dict, cfg: ControllerTrainConfig, progress: bool = True):
     """Train; returns (net with the best validation weights, saved-config dict, learning curve dict)."""
     torch.manual_seed(cfg.seed)
     g = torch.Generator().manual_seed(cfg.seed)
@@ -312,7 +312,7 @@ def main(args) -> int:
     if args.drop:
         dropped = set(FEATURES) - set(features_without([d for d in args.drop.split(",") if d]))
         features = tuple(f for f in features if f not in dropped)
-    cfg = TrainConfig(kind=args.kind, arch=args.arch, layers=args.layers, hidden=args.hidden, features=features,
+    cfg = ControllerTrainConfig(kind=args.kind, arch=args.arch, layers=args.layers, hidden=args.hidden, features=features,
                       ce=args.ce, epochs=args.epochs, patience=args.patience, lr=args.lr,
                       weight_decay=args.weight_decay, batch=args.batch, dropout=args.dropout, noise=args.noise,
                       class_weight=args.class_weight, val_fraction=args.val_fraction, seed=args.seed)

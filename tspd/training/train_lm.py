@@ -62,7 +62,7 @@ SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.
 
 
 @dataclass
-class TrainConfig:
+class LMTrainConfig:
     out: str
     d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
     n_layers: int = 4              # transformer blocks
@@ -94,10 +94,10 @@ class TrainConfig:
 
 
 def _field_comments() -> dict[str, str]:
-    """TrainConfig's why-comments, by field: the help of each ``train-lm`` option."""
+    """LMTrainConfig's why-comments, by field: the help of each ``train-lm`` option."""
     import inspect
     out = {}
-    for line in inspect.getsource(TrainConfig).splitlines():
+    for line in inspect.getsource(LMTrainConfig).splitlines():
         name, _, rest = line.strip().partition(":")
         if "#" in rest and name.isidentifier():
             out[name] = rest.split("#", 1)[1].strip()
@@ -105,10 +105,10 @@ def _field_comments() -> dict[str, str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    defaults = TrainConfig(out="")
+    defaults = LMTrainConfig(out="")
     helps = _field_comments()
     p.add_argument("--out", required=True, help="output checkpoint directory")
-    for f in fields(TrainConfig):
+    for f in fields(LMTrainConfig):
         if f.name == "out":
             continue
         flag = "--" + f.name.replace("_", "-")
@@ -125,7 +125,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip training: evaluate the checkpoint in --out and append to its TRAINING.md")
 
 
-def command_line(cfg: TrainConfig) -> str:
+def command_line(cfg: LMTrainConfig) -> str:
     """The exact command that reproduces this run (every option spelt out)."""
     parts = ["python", "-m", "tspd", "train-lm"]
     for k, v in asdict(cfg).items():
@@ -140,7 +140,7 @@ def command_line(cfg: TrainConfig) -> str:
 # ----------------------------------------------------------------------------------------------
 # Model
 # ----------------------------------------------------------------------------------------------
-def model_config(cfg: TrainConfig, tokenizer) -> LLaDAConfig:
+def model_config(cfg: LMTrainConfig, tokenizer) -> LLaDAConfig:
     """An LLaDAConfig whose vocabulary and special ids come from the tokenizer."""
     return LLaDAConfig(
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, mlp_hidden_size=cfg.mlp_hidden,
@@ -210,7 +210,7 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
 class BatchStream:
     """Training batches from :func:`tspd.eval.tasks.arith.iter_train`, built ahead in a background thread."""
 
-    def __init__(self, tokenizer, cfg: TrainConfig, prefetch: int = 4, skip_batches: int = 0):
+    def __init__(self, tokenizer, cfg: LMTrainConfig, prefetch: int = 4, skip_batches: int = 0):
         self.tokenizer, self.cfg = tokenizer, cfg
         self.problems = arith.iter_train(cfg.seed)
         for _ in range(skip_batches * cfg.batch_size):   # a resumed run continues the same stream
@@ -282,7 +282,7 @@ def lr_factor(progress: float, warmup_frac: float, min_lr_frac: float) -> float:
     return min_lr_frac + (1 - min_lr_frac) * 0.5 * (1 + math.cos(math.pi * p))
 
 
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig, fused: bool) -> torch.optim.Optimizer:
+def make_optimizer(model: torch.nn.Module, cfg: LMTrainConfig, fused: bool) -> torch.optim.Optimizer:
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "wte" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "wte" not in n)]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
@@ -313,7 +313,7 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
             "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0}
 
 
-def final_evaluation(out: Path, cfg: TrainConfig, log) -> list[dict]:
+def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     """Reload the saved checkpoint and score it with every decoding of :data:`SWEEP`."""
     from tspd.models.loading import load_model
 
@@ -419,7 +419,7 @@ def save_state(out: Path, model, opt, info: dict, gen: torch.Generator) -> None:
 # ----------------------------------------------------------------------------------------------
 # Main loop
 # ----------------------------------------------------------------------------------------------
-def train(cfg: TrainConfig, log=print) -> dict:
+def train(cfg: LMTrainConfig, log=print) -> dict:
     """Train, checkpoint every ``save_minutes``, save, then evaluate; returns the TRAINING.md record."""
     if cfg.minutes is None and cfg.max_steps is None:
         raise ValueError("give --minutes or --max-steps")
@@ -434,7 +434,7 @@ def train(cfg: TrainConfig, log=print) -> dict:
         torch.set_num_threads(threads)
 
 
-def _train(cfg: TrainConfig, log) -> dict:
+def _train(cfg: LMTrainConfig, log) -> dict:
     device = torch.device(cfg.device)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -555,7 +555,7 @@ def _record(model, opt, gen, out: Path, info: dict, step: int, tokens: int, seco
     write_training_md(out, info)
 
 
-def eval_only(cfg: TrainConfig, log=print) -> list[dict]:
+def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
     """Score an existing checkpoint and append the table to its TRAINING.md (and ``evals.json``)."""
     out = Path(cfg.out)
     if cfg.threads:
@@ -569,7 +569,7 @@ def eval_only(cfg: TrainConfig, log=print) -> list[dict]:
 
 
 def main(args: argparse.Namespace) -> int:
-    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+    cfg = LMTrainConfig(**{f.name: getattr(args, f.name) for f in fields(LMTrainConfig)})
     if getattr(args, "eval_only", False):
         eval_only(cfg)
         return 0
@@ -581,5 +581,5 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["TrainConfig", "Batch", "make_batch", "encode_answer", "sft_loss", "lr_factor", "train",
+__all__ = ["LMTrainConfig", "Batch", "make_batch", "encode_answer", "sft_loss", "lr_factor", "train",
            "evaluate", "model_config", "init_weights", "add_arguments", "main"]

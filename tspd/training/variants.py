@@ -5,7 +5,7 @@ that collected the traces, how many prompts, how hard they were) and then decode
 makes both stages reusable across notebooks the way :mod:`tspd.eval.experiments` does for decoding runs:
 
     TraceSpec  -> results/variants/traces-<key>.pt            (stage 1, :func:`tspd.training.traces.collect`)
-    traces + TrainConfig -> results/variants/tspd-<key>.*     (stage 2, :func:`tspd.training.train_controller.train`)
+    traces + ControllerTrainConfig -> results/variants/tspd-<key>.*     (stage 2, :func:`tspd.training.train_controller.train`)
 
 A trace set is identified by its content (:func:`fingerprint`), so subsets made with :func:`subset`
 (Table 10's data scale, Table 11's difficulty bins) and mixtures made with :func:`mix` (Table 9's mixed
@@ -27,7 +27,7 @@ from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
 from tspd.models.loading import decode_lengths
 from tspd.eval.tasks import render_prompt
 from tspd.training.traces import POLICIES, collect, load_prompts, load_traces
-from tspd.training.train_controller import TrainConfig, train
+from tspd.training.train_controller import ControllerTrainConfig, train
 
 DEFAULT_DIR = REPO_ROOT / "results" / "variants"
 
@@ -161,7 +161,7 @@ def stabilization_ratio(data: dict) -> torch.Tensor:
     return torch.where(counts > 0, hits / counts.clamp_min(1), torch.full_like(hits, float("nan")))
 
 
-def controller(data: dict, cfg: TrainConfig, results_dir=None, progress: bool = False) -> Path:
+def controller(data: dict, cfg: ControllerTrainConfig, results_dir=None, progress: bool = False) -> Path:
     """Train ``cfg`` on a trace set once; returns the weight stem (``<stem>.safetensors`` / ``.json``).
 
     The learning curve is written beside it as ``<stem>.curve.json`` (the paper's Figure 5).
@@ -213,7 +213,7 @@ class Study:
 
     def train(self, data: dict, **changes) -> Path:
         """Stage 2: a TSPD controller trained on ``data`` (this study's defaults plus ``changes``)."""
-        cfg = TrainConfig(epochs=self.epochs, batch=self.train_batch, patience=self.patience, seed=self.seed,
+        cfg = ControllerTrainConfig(epochs=self.epochs, batch=self.train_batch, patience=self.patience, seed=self.seed,
                           **changes)
         return controller(data, cfg, results_dir=self.store)
 
