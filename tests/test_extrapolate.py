@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tspd.decoding.extrapolate import (CEConfig, ConfidenceExtrapolator, forecast, horizon_terms, kalman_step,
-                              left_coverage, make_extrapolator, select_horizon)
+                                       left_coverage, make_extrapolator, replay, select_horizon)
 from tspd.decoding.features import StepStats
 from tspd.decoding.loop import generate
 
@@ -170,3 +170,16 @@ def test_generate_with_ce_only_lifts_confidence():
     seen = ~tr.seen_conf.isnan()
     assert (tr.seen_conf[seen] >= tr.conf[seen] - 1e-6).all()
     assert (tr.seen_conf[seen] > tr.conf[seen] + 1e-3).any()      # CE did lift some tokens
+
+
+def test_replay_reproduces_the_decoders_ce_and_calls_before_each_update():
+    m = random_model(seed=7, scale=0.8)
+    cfg = CEConfig(tau=0.0, c_min=0.5)
+    out = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", ce=cfg, record_trace=True)
+    seen_steps = []
+    rep = replay(out.trace, cfg, block_length=8, before=lambda s, sl, stats, masked, ext: seen_steps.append(s))
+    S = out.trace.conf.shape[0]
+    assert rep.reproduced and seen_steps == list(range(S))
+    assert rep.lifted.any() and not (rep.lifted & ~rep.observed).any()   # only masked positions are lifted
+    other = replay(out.trace, CEConfig(tau=0.0, c_min=0.99), block_length=8)   # not what the decoder ran
+    assert not other.reproduced

@@ -211,6 +211,43 @@ class ConfidenceExtrapolator:
         return conf.to(stats.conf.dtype), u
 
 
+@dataclass
+class Replay:
+    """CE re-run over a recorded generation (:func:`replay`); S steps, B prompts, L generated positions."""
+    observed: torch.Tensor   # [S, B, L] bool: still masked at the step, so the filter moved
+    state: torch.Tensor      # [S, B, L, 5] filter state (l, v, P00, P01, P11) after the step
+    lifted: torch.Tensor     # [S, B, L] bool: CE chose a horizon h* > 0 (the confidence was raised)
+    reproduced: bool         # every step handed the controller the confidence the decoder's CE did
+
+
+def replay(trace, config: CEConfig, block_length: int, before=None) -> Replay:
+    """Re-run CE over a trace recorded by ``generate(..., ce=config, record_trace=True)`` (Figures 3-4).
+
+    The filter sees exactly what the decoder's saw: each step's block statistics and mask. ``before``,
+    if given, is called as ``before(step, block_slice, stats, masked, extrapolator)`` ahead of each
+    update, so a caller can read the filter's prior state (Figure 4's one-step forecast check).
+    """
+    S, B, L = trace.conf.shape
+    ext = ConfidenceExtrapolator(config)
+    ext.reset(B, L, "cpu")
+    observed = torch.zeros(S, B, L, dtype=torch.bool)
+    state = torch.zeros(S, B, L, 5)
+    lifted = torch.zeros(S, B, L, dtype=torch.bool)
+    reproduced = True
+    for s in range(S):
+        b = int(trace.block[s])
+        sl = slice(b * block_length, (b + 1) * block_length)
+        masked = trace.masked[s][:, sl]
+        stats = StepStats(x0=trace.x0[s][:, sl], conf=trace.conf[s][:, sl], entropy=trace.entropy[s][:, sl],
+                          margin=trace.margin[s][:, sl], logit_gap=torch.zeros_like(trace.conf[s][:, sl]))
+        if before is not None:
+            before(s, sl, stats, masked, ext)
+        seen, _ = ext.update(b * block_length, stats, masked)
+        reproduced &= torch.allclose(seen.float(), trace.seen_conf[s][:, sl], atol=1e-6)
+        observed[s][:, sl], state[s], lifted[s][:, sl] = masked, ext.state, ext.last_h > 0
+    return Replay(observed, state, lifted, bool(reproduced))
+
+
 def make_extrapolator(ce, **kwargs) -> ConfidenceExtrapolator:
     """``ce`` = True (defaults), a dict or :class:`CEConfig` of settings, or a ready extrapolator.
 
