@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tspd.eval import experiments
+from tspd.decoding.loop import generate
 from tspd.eval.experiments import RunConfig
 from tspd.models.loading import decode_lengths
 
@@ -48,30 +49,25 @@ class FakeTask:
 
 
 @pytest.fixture
-def registry(monkeypatch, tmp_path):
-    """Fake task + tiny model; counts the samples that go through ``generate``."""
+def registry(tmp_path):
+    """Fake task + tiny model handed to the harness; counts loads and the samples through ``generate``."""
     calls = {"samples": 0, "loads": 0}
-    real_generate = experiments.generate
+    loaded = {}
 
     def counting_generate(model, batch, config=None, **kw):
         calls["samples"] += len(batch)
-        return real_generate(model, batch, config, **kw)
+        return generate(model, batch, config, **kw)
 
-    def fake_load(name, device="cpu", dtype=None):
-        calls["loads"] += 1
-        model = random_model()
-        model.tokenizer = FakeTokenizer()
-        return model
+    def fake_load(name, device="cpu", dtype=None):     # cached per process, like experiments.get_model
+        if name not in loaded:
+            calls["loads"] += 1
+            loaded[name] = random_model()
+            loaded[name].tokenizer = FakeTokenizer()
+        return loaded[name]
 
-    monkeypatch.setattr(experiments, "generate", counting_generate)
-    monkeypatch.setattr(experiments, "load_model", fake_load)
-    monkeypatch.setattr(experiments, "get_task", lambda name: FakeTask())
-    monkeypatch.setattr(experiments.evaluate, "get_task", lambda name, data_dir=None, source=None: FakeTask())
-    monkeypatch.setattr(experiments, "_TASKS", {})
-    monkeypatch.setattr(experiments, "_MODELS", experiments.OrderedDict())
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # a 32-wide model: with 2 threads on a busy machine each op waits ~40 ms
-    yield calls, tmp_path
+    yield calls, tmp_path, {"seam": (fake_load, counting_generate), "task": FakeTask()}
     torch.set_num_threads(threads)
 
 
@@ -118,8 +114,8 @@ def dataclasses_frozen_error():
 
 
 def test_second_call_computes_nothing(registry):
-    calls, tmp = registry
-    first = experiments.run(config(), results_dir=tmp, progress=False)
+    calls, tmp, fake = registry
+    first = experiments.run(config(), results_dir=tmp, progress=False, **fake)
     assert (first.computed, first.reused) == (4, 0)
     assert calls["samples"] == 4
     assert [r["id"] for r in first.samples] == [f"fake/{i}" for i in range(4)]
@@ -132,30 +128,30 @@ def test_second_call_computes_nothing(registry):
     assert s["accuracy"] == pytest.approx(100.0 * sum(r["correct"] for r in first.samples) / 4)
 
     calls["samples"] = 0
-    again = experiments.run(config(), results_dir=tmp, progress=False)
+    again = experiments.run(config(), results_dir=tmp, progress=False, **fake)
     assert (again.computed, again.reused, calls["samples"]) == (0, 4, 0)
     assert again.samples == first.samples and again.summary == first.summary
     assert calls["loads"] == 1
 
-    fewer = experiments.run(config(limit=2), results_dir=tmp, progress=False)   # a prefix: same file
+    fewer = experiments.run(config(limit=2), results_dir=tmp, progress=False, **fake)   # a prefix: same file
     assert (fewer.computed, calls["samples"]) == (0, 0) and fewer.samples == first.samples[:2]
 
     meta = json.loads((tmp / f"{first.key}.json").read_text())
     assert meta["config"]["policy"] == "fast-dllm" and meta["devices"] and meta["key"] == first.key
     harness = json.loads((tmp / f"{first.key}.summary.json").read_text())
     assert harness["n"] == 4 and harness["accuracy"] == pytest.approx(s["accuracy"] / 100)
-    assert experiments.load_result(config(), tmp).samples == first.samples
-    assert experiments.load_result(config(limit=8), tmp) is None
+    assert experiments.load_result(config(), tmp, task=fake["task"]).samples == first.samples
+    assert experiments.load_result(config(limit=8), tmp, task=fake["task"]) is None
 
 
 def test_resume_after_partial_file(registry):
-    calls, tmp = registry
-    experiments.run(config(limit=3), results_dir=tmp, progress=False)
+    calls, tmp, fake = registry
+    experiments.run(config(limit=3), results_dir=tmp, progress=False, **fake)
     path = tmp / f"{config().key}.jsonl"
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])   # crash in the middle of row 3
     calls["samples"] = 0
-    res = experiments.run(config(limit=6), results_dir=tmp, progress=False)
+    res = experiments.run(config(limit=6), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4 and res.reused == 2 and calls["samples"] == 4
     stored = [json.loads(x) for x in path.read_text().splitlines()]
     assert [r["id"] for r in stored] == [f"fake/{i}" for i in range(6)]
@@ -163,33 +159,33 @@ def test_resume_after_partial_file(registry):
 
 
 def test_batches_match_single_samples_and_force_recomputes(registry):
-    calls, tmp = registry
-    one = experiments.run(config(), results_dir=tmp, progress=False)
-    two = experiments.run(config(batch_size=2), results_dir=tmp, progress=False)
+    calls, tmp, fake = registry
+    one = experiments.run(config(), results_dir=tmp, progress=False, **fake)
+    two = experiments.run(config(batch_size=2), results_dir=tmp, progress=False, **fake)
     assert one.key != two.key and two.computed == 4
     assert [r["nfe"] for r in two.samples] and all(r["gen_tokens"] <= 16 for r in two.samples)
     calls["samples"] = 0
-    again = experiments.run(config(), results_dir=tmp, progress=False, force=True)
+    again = experiments.run(config(), results_dir=tmp, progress=False, force=True, **fake)
     assert again.computed == 4 and calls["samples"] == 4
     assert [r["output"] for r in again.samples] == [r["output"] for r in one.samples]   # greedy: deterministic
     assert list(tmp.glob(f"{one.key}.stale-*.jsonl"))
 
 
 def test_changed_checkpoint_is_recomputed(registry, monkeypatch):
-    _, tmp = registry
+    _, tmp, fake = registry
     monkeypatch.setattr(experiments, "model_fingerprint", lambda model: "aaaa")
-    experiments.run(config(), results_dir=tmp, progress=False)
-    assert experiments.run(config(), results_dir=tmp, progress=False).computed == 0
+    experiments.run(config(), results_dir=tmp, progress=False, **fake)
+    assert experiments.run(config(), results_dir=tmp, progress=False, **fake).computed == 0
     monkeypatch.setattr(experiments, "model_fingerprint", lambda model: "bbbb")
     with pytest.warns(UserWarning, match="changed"):
-        res = experiments.run(config(), results_dir=tmp, progress=False)
+        res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4
 
 
 def test_result_row_for_side_by_side(registry):
     from tspd.book import reported
-    _, tmp = registry
-    res = experiments.run(config(), results_dir=tmp, progress=False)
+    _, tmp, fake = registry
+    res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
     row = res.row(method="Fast-dLLM")
     assert row["method"] == "Fast-dLLM" and row["setting"]["cache"] == "none" and row["tps"] > 0
     table = reported.side_by_side(reported.paper_table("table13"), [row], keys=["method"], ours=res.label)
@@ -246,9 +242,9 @@ def test_paper_config_shares_rows_across_tables():
 
 
 def test_rows_of_another_harness_configuration_are_set_aside(registry):
-    _, tmp = registry
+    _, tmp, fake = registry
     path = tmp / f"{config().key}.jsonl"
     path.write_text(json.dumps({"id": "fake/0", "correct": True, "config": "0123456789ab"}) + "\n")
     with pytest.warns(UserWarning, match="another configuration"):
-        res = experiments.run(config(), results_dir=tmp, progress=False)
+        res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4 and list(tmp.glob("*.stale-*.jsonl"))

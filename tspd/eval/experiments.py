@@ -325,13 +325,13 @@ def _retire(results_dir: Path, key: str) -> None:
             p.rename(p.with_name(p.name.replace(key, f"{key}.stale-{stamp}", 1)))
 
 
-def load_result(config: RunConfig, results_dir: str | Path | None = None) -> "RunResult | None":
+def load_result(config: RunConfig, results_dir: str | Path | None = None, task=None) -> "RunResult | None":
     """The stored result of ``config`` if every requested sample is there; never computes."""
     paths = _paths(Path(results_dir or DEFAULT_RESULTS_DIR), config.key)
     if not paths["rows"].exists():
         return None
     rows = _stored(paths["rows"])
-    samples = _task(config.task).samples(config.limit)
+    samples = (task or _task(config.task)).samples(config.limit)
     if any(s["id"] not in rows for s in samples):
         return None
     meta = json.loads(paths["meta"].read_text()) if paths["meta"].exists() else {}
@@ -340,17 +340,20 @@ def load_result(config: RunConfig, results_dir: str | Path | None = None) -> "Ru
 
 
 def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None = None,
-        force: bool = False) -> "RunResult":
+        force: bool = False, seam: "evaluate.Seam | None" = None, task=None) -> "RunResult":
     """Results of ``config``: read back what is stored, compute (and append) what is missing.
 
     ``progress`` False silences the harness's progress bar (it draws one only on a terminal);
-    ``force`` retires the stored files and recomputes everything.
+    ``force`` retires the stored files and recomputes everything. ``seam`` (``(load_model, generate)``,
+    default: the package's, with models kept loaded) and ``task`` (default: ``get_task(config.task)``)
+    are what the harness decodes with and on.
     """
     results_dir = Path(results_dir or DEFAULT_RESULTS_DIR)
     results_dir.mkdir(parents=True, exist_ok=True)
     key = config.key
     paths = _paths(results_dir, key)
-    samples = _task(config.task).samples(config.limit)
+    task = task or _task(config.task)
+    samples = task.samples(config.limit)
 
     meta = json.loads(paths["meta"].read_text()) if paths["meta"].exists() else None
     fingerprint = model_fingerprint(config.model)
@@ -379,13 +382,13 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
         try:
             with quiet:
-                evaluate.run(harness_args(config, paths["rows"]), seam=_cached_seam())
+                evaluate.run(harness_args(config, paths["rows"]), seam=seam or _cached_seam(), task=task)
         except ResultsError as e:
             if force:
                 raise
             # rows written under another harness configuration: keep them aside and start again
             warnings.warn(f"{config.label}: {e}; recomputing")
-            return run(config, progress=progress, results_dir=results_dir, force=True)
+            return run(config, progress=progress, results_dir=results_dir, force=True, seam=seam, task=task)
     rows = _stored(paths["rows"])
     picked = [rows[s["id"]] for s in samples]
     return _to_result(config, picked, paths["rows"], name, len(todo))

@@ -295,14 +295,15 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
     return rows
 
 
-def run(args: argparse.Namespace, seam: Seam | None = None) -> dict:
+def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = None) -> dict:
     """Evaluate (resuming ``args.out``) and return the summary (also written next to the out file).
 
     ``seam`` is the ``(load_model, generate)`` pair the model backend uses: None for the package's
-    own; :func:`tspd.eval.experiments.run` passes one that keeps models loaded between runs.
+    own; :func:`tspd.eval.experiments.run` passes one that keeps models loaded between runs. ``task``
+    is the benchmark (None: ``get_task(args.task)``; a caller may pass one it has already loaded).
     """
     check_args(args)
-    task = get_task(args.task, data_dir=args.data_dir, source=args.source)
+    task = task or get_task(args.task, data_dir=args.data_dir, source=args.source)
     samples = task.samples(args.limit or None)      # --limit 0 / None: every sample
     config = run_config(args)
     cid = config_id(config)
