@@ -29,3 +29,24 @@ def test_revision_outside_a_clone_is_none(tmp_path, monkeypatch):
 def test_cpu_name_states_threads():
     n = torch.get_num_threads()
     assert provenance.device_name("cpu").endswith(f"({n} thread{'s' if n != 1 else ''})")
+
+
+def test_runs_with_repository_paths_have_the_same_key_in_every_clone(tmp_path, monkeypatch):
+    from tspd.eval.experiments import RunConfig
+    keys = []
+    for clone in ("a", "b"):
+        root = tmp_path / clone
+        monkeypatch.setattr(provenance, "REPO_ROOT", root)
+        weights = str(root / "results" / "variants" / "tspd-0123")
+        assert provenance.portable({"weights": weights, "n": 3}) == {"weights": "<repo>/results/variants/tspd-0123",
+                                                                     "n": 3}
+        keys.append(RunConfig(policy="tspd", policy_kwargs={"weights": weights}, gen_length=64, block_length=32).key)
+    assert keys[0] == keys[1]
+    elsewhere = RunConfig(policy="tspd", policy_kwargs={"weights": "/elsewhere/tspd-0123"}, gen_length=64,
+                          block_length=32)
+    assert provenance.portable({"weights": "/elsewhere/tspd-0123"}) == {"weights": "/elsewhere/tspd-0123"}
+    assert elsewhere.key != keys[0]
+    assert provenance.local(provenance.portable({"weights": weights})) == {"weights": weights}
+    stored = RunConfig(policy="tspd", policy_kwargs={"weights": "<repo>/results/variants/tspd-0123"}, gen_length=64,
+                       block_length=32)
+    assert stored.policy_kwargs == {"weights": weights} and stored.key == keys[1]

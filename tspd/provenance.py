@@ -15,6 +15,30 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def portable(settings: dict) -> dict:
+    """``settings`` with every path inside the repository written ``<repo>/relative/path``.
+
+    Keys of stored runs hash their settings; a controller's ``weights`` under ``results/variants`` is
+    an absolute path, different in every clone. Hashing it relative to the repository lets a fresh
+    clone find the runs committed from another (the files themselves still get the absolute path).
+    """
+    out = {}
+    for k, v in settings.items():
+        if isinstance(v, str) and v.startswith("/"):
+            try:
+                v = "<repo>/" + Path(v).resolve().relative_to(REPO_ROOT).as_posix()
+            except ValueError:
+                pass
+        out[k] = v
+    return out
+
+
+def local(settings: dict) -> dict:
+    """The inverse of :func:`portable`: ``<repo>/x`` becomes this clone's absolute path of ``x``."""
+    return {k: str(REPO_ROOT / v[len("<repo>/"):]) if isinstance(v, str) and v.startswith("<repo>/") else v
+            for k, v in (settings or {}).items()}
+
+
 def git_revision() -> str | None:
     """``abc1234``, ``abc1234 + uncommitted`` when files other than ``results/`` differ, or None outside a clone."""
     def git(*args: str) -> str:

@@ -51,7 +51,7 @@ from tspd.eval import harness as evaluate
 from tspd.decoding.config import DecodeConfig, canonical
 from tspd.decoding.loop import generate
 from tspd.models.loading import load_model, resolve_path
-from tspd.provenance import REPO_ROOT, device_name, git_revision
+from tspd.provenance import REPO_ROOT, device_name, git_revision, local, portable
 from tspd.eval.results import ResultsError, ResultsFile, summarize
 from tspd.eval.tasks import get_task
 from tspd.validate import UsageError
@@ -100,6 +100,8 @@ class RunConfig:
         if unknown:
             raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
         model = str(model).rstrip("/") or str(model)
+        if "policy_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
+            decode_fields["policy_kwargs"] = local(decode_fields["policy_kwargs"])
         decode = DecodeConfig.of(decode, **decode_fields)
         if not isinstance(decode.policy, str) or not isinstance(decode.ce, bool):
             raise UsageError("a stored run names its policy and CE by settings, not by ready instances")
@@ -148,6 +150,7 @@ class RunConfig:
     def key(self) -> str:
         """12 hex digits of a SHA-256 over the canonical JSON of every field except ``limit``."""
         d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
+        d["policy_kwargs"] = portable(d["policy_kwargs"])     # the same key in every clone
         d["_v"] = KEY_VERSION
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -369,6 +372,7 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
     if todo:
         name = device_name(config.device)
         stored_config = {k: v for k, v in config.to_dict().items() if k not in _NOT_IN_KEY}
+        stored_config["policy_kwargs"] = portable(stored_config["policy_kwargs"])   # readable in any clone
         meta = meta or {"key": key, "config": stored_config, "model_fingerprint": fingerprint,
                         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "devices": []}
         if meta["devices"] and name not in meta["devices"]:

@@ -36,6 +36,7 @@ from pathlib import Path
 from tspd.decoding.config import DecodeConfig
 from tspd.eval.results import ResultsError, ResultsFile, config_id, summarize, summary_path  # noqa: F401 (re-exported)
 from tspd.eval.shard import Shard, merge
+from tspd.provenance import portable
 from tspd.validate import CACHE_MODES
 from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
 
@@ -175,7 +176,7 @@ def fill_lengths(args: argparse.Namespace) -> None:
 def run_config(args: argparse.Namespace) -> dict:
     """Everything that changes what a sample's row contains (not: limit, batch size, device, paths)."""
     return {"task": args.task, "split": "test", "source": args.source, "model": args.model,
-            "policy": args.policy, "policy_kwargs": parse_policy_args(args.policy_arg), "ce": args.ce,
+            "policy": args.policy, "policy_kwargs": portable(parse_policy_args(args.policy_arg)), "ce": args.ce,
             "cache": args.cache, "gen_length": args.gen_length, "block_length": args.block_length,
             "steps": args.steps, "threshold": args.threshold, "temperature": args.temperature,
             "seed": args.seed, "chat": args.chat, "dtype": args.dtype,
