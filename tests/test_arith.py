@@ -171,3 +171,13 @@ def test_tokenizer_is_deterministic(tmp_path):
     build_tokenizer(tmp_path / "a")
     build_tokenizer(tmp_path / "b")
     assert (tmp_path / "a" / "tokenizer.json").read_text() == (tmp_path / "b" / "tokenizer.json").read_text()
+
+
+def test_line_accuracy_counts_reference_lines_right_at_their_index():
+    p = {"answer": "4*7 = 28\n3*5 = 15\n28+15 = 43\n60-43 = 17\n#### 17"}
+    perfect = arith.line_accuracy([p], [p["answer"]])
+    assert perfect == {"*": [2, 2], "+": [1, 1], "-": [1, 1], "/": [0, 0]}
+    wrong_sum = arith.line_accuracy([p], ["4*7 = 28\n3*5 = 15\n28+15 = 44\n60-44 = 16\n#### 16"])
+    assert wrong_sum == {"*": [2, 2], "+": [0, 1], "-": [0, 1], "/": [0, 0]}
+    shifted = arith.line_accuracy([p], ["3*5 = 15\n4*7 = 28"])         # right lines, wrong places
+    assert shifted["*"] == [0, 2] and arith.line_accuracy([p], [None])["+"] == [0, 1]

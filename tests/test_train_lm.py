@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 
@@ -204,3 +205,24 @@ def test_learning_curve_is_recorded(tmp_path):
     rows = list(csv.DictReader((out / "eval_log.csv").open()))
     assert [int(r["step"]) for r in rows] == [2, 4] and all(r["n"] == "2" for r in rows)
     assert "## Learning curve" in (out / "TRAINING.md").read_text()
+
+
+def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):
+    from tspd.training.train_lm import SWEEP, final_evaluation
+    out = tmp_path / "sweep"
+    cfg = LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0)
+    train(cfg, log=lambda s: None)
+    cfg = dataclasses.replace(cfg, final_eval_n=2)
+    logged = []
+    first = final_evaluation(out, cfg, logged.append)
+    assert len(first) == len(SWEEP) and len(logged) == len(SWEEP) and all("lines" in r for r in first)
+    rows = json.loads((out / "evals.json").read_text())
+    (out / "evals.json").write_text(json.dumps(rows[:3]))              # as if it was killed after 3 rows
+    logged.clear()
+    again = final_evaluation(out, cfg, logged.append)
+    same = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]   # noqa: E731
+    assert same(again) == same(first) and again[:3] == first[:3] and len(logged) == len(SWEEP) - 3
+    (out / "model.safetensors").write_bytes((out / "model.safetensors").read_bytes() + b" ")   # new weights
+    logged.clear()
+    final_evaluation(out, cfg, logged.append)
+    assert len(logged) == len(SWEEP)                                  # nothing reused from other weights

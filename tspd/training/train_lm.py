@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
@@ -303,26 +304,41 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
     steps = gen_length if steps is None else steps
     decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
                              steps=steps)
-    correct, nfe = 0, []
+    correct, nfe, texts = 0, [], []
     for i in range(0, len(problems), batch):
         chunk = problems[i:i + batch]
         out = generate(model, [arith.prompt(p) for p in chunk], decode)
         correct += sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
         nfe.append(out.nfe)
+        texts += out.texts
     return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
-            "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0}
+            "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0,
+            "lines": arith.line_accuracy(problems, texts)}
 
 
 def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
-    """Reload the saved checkpoint and score it with every decoding of :data:`SWEEP`."""
+    """Reload the saved checkpoint and score it with every decoding of :data:`SWEEP`.
+
+    Each row is written to ``evals.json`` as soon as it is measured, with the checkpoint's hash; an
+    interrupted sweep rerun on the same checkpoint (``--eval-only``) keeps those rows and measures
+    only the rest.
+    """
     from tspd.models.loading import load_model
 
     if cfg.final_eval_n <= 0:
         return []
     model = load_model(out, device=cfg.device)
     problems = arith.load_split("test", min(cfg.final_eval_n, arith.SPLIT_SIZES["test"]))
+    weights = hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()[:16]
+    path = out / "evals.json"
+    before = json.loads(path.read_text()) if path.exists() else []
+    done = {(r["policy"], r["threshold"], r.get("tokens_per_step"), r["n"]): r for r in before
+            if r.get("weights") == weights and "accuracy" in r}
     results = []
     for policy, threshold, per_step in SWEEP:
+        if (policy, threshold, per_step, len(problems)) in done:
+            results.append(done[policy, threshold, per_step, len(problems)])
+            continue
         t0 = time.time()
         steps = cfg.gen_length // per_step if per_step else cfg.gen_length
         try:
@@ -332,9 +348,11 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
             r = {"policy": policy, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
         r["tokens_per_step"] = per_step
         r["seconds"] = round(time.time() - t0, 1)
+        r["weights"] = weights
         log(f"eval {policy} threshold={threshold} tokens/step={per_step}: " +
             (f"{r['accuracy']:.1%} of {r['n']} (nfe {r['nfe']}, {r['seconds']} s)" if "accuracy" in r else r["error"]))
         results.append(r)
+        path.write_text(json.dumps(results, indent=1) + "\n")
     return results
 
 
@@ -392,6 +410,13 @@ def write_training_md(out: Path, info: dict) -> None:
                   f"{info['gen_length']}, block_length {info['block_length']})", ""]
         lines += sweep_table(info["evals"])
         lines.append("")
+        vanilla = next((r for r in info["evals"] if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
+                        and r.get("lines")), None)
+        if vanilla:
+            names = {"*": "products", "+": "sums", "-": "differences", "/": "quotients"}
+            shares = [f"{names[op]} {k / n:.0%} ({k}/{n})" for op, (k, n) in vanilla["lines"].items() if n]
+            lines += ["Exact solution lines with 1 token per step (a reference line right at its index): "
+                      + ", ".join(shares) + ".", ""]
     lines += ["## On a GPU", "",
               "A larger model trains in minutes on one GPU (not needed: the checkpoint above is the CPU run):", "",
               f"    {GPU_COMMAND}", "",

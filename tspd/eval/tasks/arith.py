@@ -281,6 +281,28 @@ def fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
+_LINE = re.compile(r"(\d+)\s*([-+*/])\s*(\d+)\s*=\s*(\d+)")
+OPS = "*+-/"
+
+
+def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
+    """Exact solution lines by operation: ``{op: [right, total]}`` over the reference lines.
+
+    A reference line ``a op b = c`` counts as right when the output's line at the same index is the
+    same line. It says which arithmetic a model has learned (products, sums, differences, quotients)
+    when the final answers alone say only that some step went wrong.
+    """
+    out = {op: [0, 0] for op in OPS}
+    for p, text in zip(problems, texts):
+        got = [m.groups() for m in map(_LINE.fullmatch, (text or "").strip().split("\n")) if m]
+        for i, m in enumerate(_LINE.fullmatch(line) for line in p["answer"].split("\n")):
+            if m is None:
+                continue
+            out[m.group(2)][1] += 1
+            out[m.group(2)][0] += int(i < len(got) and got[i] == m.groups())
+    return out
+
+
 _FINAL = re.compile(r"####\s*(-?\d[\d,]*(?:\.\d+)?)")
 
 
