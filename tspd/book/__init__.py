@@ -4,7 +4,7 @@
 - :mod:`tspd.book.reported`: the paper's tables as transcribed from its LaTeX
 - :mod:`tspd.book.claims`: each claim of the paper, its interval and verdict
 """
-from tspd.book.notebook import (METHODS, bars, base_run, lengths, measure, method_config, on_cpu_note,  # noqa: F401
-                                paper_rows, pareto_front, progress_bar, provenance, results_dir, rows, setup,
-                                variants_dir)
+from tspd.book.notebook import (METHODS, agreement, bars, base_run, lengths, measure, method_config,  # noqa: F401
+                                on_cpu_note, paper_label, paper_rows, pareto_front, progress_bar, provenance,
+                                results_dir, rows, setup, variants_dir)
 from tspd.book.notebook import __all__  # noqa: F401

@@ -42,6 +42,23 @@ def method_config(base: RunConfig, method: str, **changes) -> RunConfig:
     return base.replace(**fields)
 
 
+def paper_label(method: str, label: str | None = None) -> str:
+    """The paper's row label of ``method`` (a :data:`METHODS` key, shown as ``label``): " †" marks the
+    rows decoded without KV cache, as the paper's tables do (Vanilla's row has no mark)."""
+    label = label or method
+    cache = METHODS[method].get("cache", "none")
+    return label if method == "Vanilla" or "†" in label or cache != "none" else label + " †"
+
+
+def agreement(reference: RunResult, run: RunResult) -> dict:
+    """How often ``run`` gives what ``reference`` gives, over their common problems (Table 4, Pareto):
+    ``n``, ``identical output (%)`` (the same text) and ``identical answer (%)`` (the same extracted answer)."""
+    by_id = {s["id"]: s for s in run.samples}
+    pairs = [(s, by_id[s["id"]]) for s in reference.samples if s["id"] in by_id]
+    same = lambda f: 100.0 * sum(a.get(f) == b.get(f) for a, b in pairs) / max(len(pairs), 1)  # noqa: E731
+    return {"n": len(pairs), "identical output (%)": same("output"), "identical answer (%)": same("extracted")}
+
+
 def paper_rows(table_id: str, **where) -> list[dict]:
     """The paper's rows of a table with " †" appended to the method of rows without KV cache."""
     from tspd.book.reported import paper_table
@@ -191,5 +208,5 @@ def on_cpu_note(model: str) -> str:
             "NFE and TPS show the decoding cost only.")
 
 
-__all__ = ["METHODS", "method_config", "paper_rows", "lengths", "base_run", "setup", "results_dir", "variants_dir", "progress_bar",
+__all__ = ["METHODS", "method_config", "paper_label", "agreement", "paper_rows", "lengths", "base_run", "setup", "results_dir", "variants_dir", "progress_bar",
            "measure", "rows", "provenance", "bars", "pareto_front", "on_cpu_note"]
