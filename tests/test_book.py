@@ -6,14 +6,14 @@ from types import SimpleNamespace
 from tspd import book
 
 
-def test_paper_label_marks_rows_without_a_cache(monkeypatch):
-    assert book.paper_label("Vanilla") == "Vanilla"
-    assert book.paper_label("F-dLLM") == "F-dLLM"                  # decodes with its dual cache
-    assert book.paper_label("Prophet †") == "Prophet †"            # already marked
-    assert book.paper_label("Ours") == "Ours"
-    assert book.paper_label("F-dLLM", "Fast-dLLM") == "Fast-dLLM"  # Table 3 spells it out
+def test_row_label_marks_rows_without_a_cache(monkeypatch):
+    assert book.row_label("Vanilla") == "Vanilla"
+    assert book.row_label("F-dLLM") == "F-dLLM"                  # decodes with its dual cache
+    assert book.row_label("Prophet †") == "Prophet †"            # already marked
+    assert book.row_label("Ours") == "Ours"
+    assert book.row_label("F-dLLM", "Fast-dLLM") == "Fast-dLLM"  # Table 3 spells it out
     monkeypatch.setitem(book.METHODS, "Plain", dict(policy="fast-dllm"))
-    assert book.paper_label("Plain") == "Plain †"
+    assert book.row_label("Plain") == "Plain †"
 
 
 def test_agreement_counts_common_problems():

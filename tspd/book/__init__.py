@@ -5,6 +5,6 @@
 - :mod:`tspd.book.claims`: each claim of the paper, its interval and verdict
 """
 from tspd.book.notebook import (METHODS, agreement, bars, base_run, lengths, measure, method_config,  # noqa: F401
-                                on_cpu_note, paper_label, paper_rows, pareto_front, progress_bar, provenance,
+                                on_cpu_note, paper_rows, row_label, pareto_front, progress_bar, provenance,
                                 results_dir, rows, setup, variants_dir)
 from tspd.book.notebook import __all__  # noqa: F401

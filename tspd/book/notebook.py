@@ -42,7 +42,7 @@ def method_config(base: RunConfig, method: str, **changes) -> RunConfig:
     return base.replace(**fields)
 
 
-def paper_label(method: str, label: str | None = None) -> str:
+def row_label(method: str, label: str | None = None) -> str:
     """The paper's row label of ``method`` (a :data:`METHODS` key, shown as ``label``): " †" marks the
     rows decoded without KV cache, as the paper's tables do (Vanilla's row has no mark)."""
     label = label or method
@@ -208,5 +208,6 @@ def on_cpu_note(model: str) -> str:
             "NFE and TPS show the decoding cost only.")
 
 
-__all__ = ["METHODS", "method_config", "paper_label", "agreement", "paper_rows", "lengths", "base_run", "setup", "results_dir", "variants_dir", "progress_bar",
-           "measure", "rows", "provenance", "bars", "pareto_front", "on_cpu_note"]
+__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run",
+           "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
+           "pareto_front", "on_cpu_note"]
