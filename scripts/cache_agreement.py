@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tspd import load_model  # noqa: E402
-from tspd.eval.tasks import arith
+from tspd.eval.tasks import arith  # noqa: E402
 from tspd.eval.cache_agreement import as_dict, first_parting, summarise, Parting  # noqa: E402
 from tspd.eval.results import wilson  # noqa: E402
 from tspd.decoding.loop import generate  # noqa: E402

@@ -27,8 +27,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tspd import load_model  # noqa: E402
-from tspd.eval.tasks import arith
+from tspd import DecodeConfig, load_model  # noqa: E402
+from tspd.eval.tasks import arith  # noqa: E402
 from tspd.decoding.controllers import Controller, make_controller  # noqa: E402
 from tspd.decoding.extrapolate import make_extrapolator  # noqa: E402
 from tspd.decoding.loop import CACHE_MODES, generate  # noqa: E402
@@ -46,63 +46,6 @@ CONTROLLERS = {                      # row name -> (policy, kwargs): each method
 }
 CACHES = CACHE_MODES
 BASELINE = ("vanilla", False, "none")
-
-
-class Timed:
-    """Adds the wall time of ``fn_name`` calls on ``inner`` to ``self.seconds``."""
-
-    def __init__(self, inner, fn_name: str):
-        self.inner, self.fn_name, self.seconds, self.calls = inner, fn_name, 0.0, 0
-
-    def __getattr__(self, name):
-        attr = getattr(self.inner, name)
-        if name != self.fn_name:
-            return attr
-
-        def timed(*a, **kw):
-            t = time.perf_counter()
-            try:
-                return attr(*a, **kw)
-            finally:
-                self.seconds += time.perf_counter() - t
-                self.calls += 1
-        return timed
-
-
-class TimedModel(Timed):
-    def __init__(self, model):
-        super().__init__(model, "forward")
-
-    def __call__(self, *a, **kw):
-        t = time.perf_counter()
-        try:
-            return self.inner(*a, **kw)
-        finally:
-            self.seconds += time.perf_counter() - t
-            self.calls += 1
-
-
-class TimedController(Controller):
-    """Delegates to a controller, timing ``decide``."""
-
-    def __init__(self, inner: Controller):
-        self.inner, self.seconds = inner, 0.0
-        self.name, self.fixed_schedule, self.force_progress = inner.name, inner.fixed_schedule, inner.force_progress
-
-    def bind(self, model):
-        self.inner.bind(model)
-
-    def reset(self, *a):
-        self.inner.reset(*a)
-
-    def start_block(self, b):
-        self.inner.start_block(b)
-
-    def decide(self, view):
-        t = time.perf_counter()
-        d = self.inner.decide(view)
-        self.seconds += time.perf_counter() - t
-        return d
 
 
 def key(ctrl: str, ce: bool, cache: str) -> str:
@@ -126,20 +69,18 @@ def run_batch(model, problems, ctrl: str, ce: bool, cache: str, args) -> list[di
     policy, kw = CONTROLLERS[ctrl]
     if ctrl not in _INSTANCES:
         _INSTANCES[ctrl] = make_controller(policy, **kw)
-    controller = TimedController(_INSTANCES[ctrl])
-    ext = Timed(make_extrapolator(True), "update") if ce else False
-    timed_model = TimedModel(model)
-    out = generate(timed_model, [arith.prompt(p) for p in problems], gen_length=args.gen_length,
-                   block_length=args.block_length, policy=controller, ce=ext, cache=cache)
+    decode = DecodeConfig(policy=_INSTANCES[ctrl], ce=make_extrapolator(True) if ce else False, cache=cache,
+                          gen_length=args.gen_length, block_length=args.block_length)
+    out = generate(model, [arith.prompt(p) for p in problems], decode, profile=True)   # times each phase
     per_sample = 1.0 / len(problems)        # batch-level timings are shared equally by its rows
     rows = []
     for i, p in enumerate(problems):
         pred = arith.extract_answer(out.texts[i])
         rows.append(dict(config=key(ctrl, ce, cache), id=p["id"], correct=pred == p["final"], pred=pred,
                          text=out.texts[i], nfe=out.nfe_per_sample[i], batch_nfe=out.nfe,
-                         seconds=out.seconds * per_sample, forward_seconds=timed_model.seconds * per_sample,
-                         controller_seconds=controller.seconds * per_sample,
-                         ce_seconds=(ext.seconds if ce else 0.0) * per_sample, steps=out.nfe * per_sample,
+                         seconds=out.seconds * per_sample, forward_seconds=out.forward_seconds * per_sample,
+                         controller_seconds=out.controller_seconds * per_sample,
+                         ce_seconds=out.ce_seconds * per_sample, steps=out.nfe * per_sample,
                          batch=len(problems), gen_length=args.gen_length))
     return rows
 

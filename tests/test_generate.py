@@ -123,3 +123,15 @@ def test_lengths_default_to_the_checkpoints_own():
     assert out.token_ids.shape[1] == 16 and out.nfe == 16                  # 1 token per step over 16
     assert generate(model, prompts(2), gen_length=8).token_ids.shape[1] == 8   # an explicit length wins
     assert decode_lengths(random_model()) == PAPER_LENGTHS                  # no task: the paper's 256 / 32
+
+
+def test_profile_splits_a_step_into_forward_controller_ce_and_the_rest(tiny_model):
+    plain = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9)
+    assert plain.forward_seconds is None and plain.controller_seconds is None
+    out = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9,
+                   ce=True, profile=True)
+    assert out.forward_seconds > 0 and out.controller_seconds > 0 and out.ce_seconds > 0
+    assert out.control_seconds >= out.controller_seconds + out.ce_seconds
+    no_ce = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9,
+                     profile=True)
+    assert no_ce.ce_seconds == 0.0 and torch.equal(no_ce.token_ids, plain.token_ids)

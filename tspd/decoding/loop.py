@@ -57,7 +57,9 @@ class Generation:
     trace: Trace | None = None
     steps_per_block: list[list[int]] = field(default_factory=list)  # [B][num_blocks] forwards used
     forward_seconds: float | None = None   # with profile=True: time in model forwards ...
-    control_seconds: float | None = None   # ... and in statistics + CE + controller + commit
+    control_seconds: float | None = None   # ... and in statistics + CE + controller + commit, of which
+    controller_seconds: float | None = None   # the controller's decide() (paper Section 5.4) ...
+    ce_seconds: float | None = None        # ... and Confidence Extrapolation's update()
     truncated: list[bool] = field(default_factory=list)   # per prompt: left-truncated to fit (truncate_prompt)
 
     @property
@@ -244,8 +246,10 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
             bl = slice(s - g0, e - g0)                                  # the block inside the window
             blk = StepStats(*(getattr(st, f)[:, bl] for f in ("x0", "conf", "entropy", "margin", "logit_gap")))
             conf, u = blk.conf, torch.zeros_like(blk.conf)
+            clock.lap("statistics")
             if extrapolator is not None:
                 conf, u = extrapolator.update(gs, blk, masked)
+                clock.lap("ce")
             view = StepView(
                 step=i, global_step=global_step, total_steps=steps, block=b, num_blocks=num_blocks,
                 block_start=gs, steps_per_block=steps_per_block, logits=logits[:, s - g0:e - g0].to(confidence_dtype),
@@ -255,9 +259,11 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
                 quota=quota[:, i] if i < steps_per_block else torch.zeros_like(quota[:, 0]),
                 canvas_x0=canvas_x0, canvas_conf=canvas_conf, canvas_masked=x[:, P:] == special.mask,
                 eos_id=special.eos, mask_id=special.mask, canvas_gap=canvas_gap)
+            clock.lap("statistics")
             decision = controller.decide(view)
+            clock.lap("controller")
             committed = _apply(x, P, s, e, view, decision, controller.force_progress, special)
-            clock.lap("control")
+            clock.lap("commit")
             global_step += 1
             if record_trace:
                 full = lambda t, fill: torch.full((B, gen_length), fill, dtype=t.dtype, device=device)  # noqa: E731
@@ -284,8 +290,10 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
     return Generation(token_ids=gen, texts=decode_texts(tok, gen, special.stop_ids()), nfe=nfe,
                       nfe_per_sample=nfe_rows.tolist(), seconds=seconds, prompt_length=P, trace=trace,
                       steps_per_block=block_steps.tolist(),
-                      forward_seconds=clock.total.get("forward") if profile else None,
-                      control_seconds=clock.total.get("control") if profile else None,
+                      forward_seconds=clock.total.get("forward", 0.0) if profile else None,
+                      control_seconds=clock.control() if profile else None,
+                      controller_seconds=clock.total.get("controller", 0.0) if profile else None,
+                      ce_seconds=clock.total.get("ce", 0.0) if profile else None,
                       truncated=truncated)
 
 
@@ -311,6 +319,10 @@ class _Clock:
             now = self._now()
             self.total[phase] = self.total.get(phase, 0.0) + now - self.t
             self.t = now
+
+    def control(self) -> float:
+        """Everything of a step but the forward."""
+        return sum(v for k, v in self.total.items() if k != "forward")
 
 
 def _candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torch.Tensor:
