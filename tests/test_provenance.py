@@ -17,6 +17,8 @@ def test_revision_marks_uncommitted_changes(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "REPO_ROOT", tmp_path)
     clean = provenance.git_revision()
     assert clean and " " not in clean
+    (tmp_path / "scratch.py").write_text("x = 1")                      # untracked: not part of the code
+    assert provenance.git_revision() == clean
     (tmp_path / "f.txt").write_text("b")
     assert provenance.git_revision() == clean + " + uncommitted"
 

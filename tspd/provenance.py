@@ -40,13 +40,14 @@ def local(settings: dict) -> dict:
 
 
 def git_revision() -> str | None:
-    """``abc1234``, ``abc1234 + uncommitted`` when files other than ``results/`` differ, or None outside a clone."""
+    """``abc1234``, ``abc1234 + uncommitted`` when tracked files other than ``results/`` differ, or None
+    outside a clone. Untracked files (a scratch notebook, a linked ``.venv``) do not make code uncommitted."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
     try:
         rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--", ".", ":(exclude)results")   # stored results are not code
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")   # results are not code
     except (OSError, subprocess.SubprocessError):
         return None
     return (rev + (" + uncommitted" if dirty else "")) or None
