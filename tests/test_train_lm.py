@@ -126,7 +126,7 @@ def test_cli_flags_match_config():
 def test_tiny_training_run_writes_a_loadable_checkpoint(tmp_path):
     out = tmp_path / "tiny"
     cfg = LMTrainConfig(out=str(out), **TINY, batch_size=16, max_steps=40, lr=3e-3, warmup_frac=0.05,
-                      log_every=1, final_eval_n=0, seed=0)
+                        log_every=1, final_eval_n=0, seed=0)
     info = train(cfg, log=lambda s: None)
     assert info["step"] == 40
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
@@ -200,7 +200,7 @@ def test_resume_continues_the_same_run(tmp_path):
 def test_learning_curve_is_recorded(tmp_path):
     out = tmp_path / "curve"
     info = train(LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=4, eval_every=2, eval_n=2,
-                             final_eval_n=0), log=lambda s: None)
+                               final_eval_n=0), log=lambda s: None)
     assert [c["step"] for c in info["curve"]] == [2, 4]
     rows = list(csv.DictReader((out / "eval_log.csv").open()))
     assert [int(r["step"]) for r in rows] == [2, 4] and all(r["n"] == "2" for r in rows)

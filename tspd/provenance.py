@@ -47,7 +47,8 @@ def git_revision() -> str | None:
                               timeout=10, check=True).stdout.strip()
     try:
         rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")   # results are not code
+        # stored results are not code, and neither are untracked files
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     except (OSError, subprocess.SubprocessError):
         return None
     return (rev + (" + uncommitted" if dirty else "")) or None

@@ -69,7 +69,8 @@ class DecodeConfig:
             set_("ce_kwargs", dict(self.ce_kwargs or {}))
         else:
             set_("ce", bool(self.ce))
-            set_("ce_kwargs", _without_ce_defaults(canonical(self.ce_kwargs, "ce_kwargs", strict=False)) if self.ce else {})
+            ce_kwargs = canonical(self.ce_kwargs, "ce_kwargs", strict=False)
+            set_("ce_kwargs", _without_ce_defaults(ce_kwargs) if self.ce else {})
         if self.cache not in CACHE_MODES:
             raise UsageError(f"cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.temperature < 0:

@@ -128,7 +128,7 @@ def parse_policy_args(items: list[str]) -> dict:
 def check_args(args: argparse.Namespace) -> None:
     """Every option checked before any weights load or any row is written (tspd.validate)."""
     from tspd.models.loading import CheckpointError, read_config, resolve_path
-    from tspd.validate import UsageError, check_controller_files, check_device, check_dtype, check_lengths, check_policy
+    from tspd.validate import UsageError, check_controller_files, check_device, check_dtype
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.limit is not None and args.limit < 0:
@@ -156,12 +156,8 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError(f"{path} was trained on another version of tspd.eval.tasks.arith (task fingerprint "
                              f"{trained_on}, this code's {arith.fingerprint()}): retrain it with "
                              f"`python -m tspd train-lm`, or check out the revision it was trained with")
-    check_lengths(args.gen_length, args.block_length, args.steps or args.gen_length)
-    kwargs = parse_policy_args(args.policy_arg)
-    if args.threshold is not None:
-        kwargs["threshold"] = args.threshold
-    check_policy(args.policy, kwargs)
-    check_controller_files(args.model, args.policy, kwargs)
+    decode = decode_config(args)   # policy and its arguments, lengths, temperature, dtype: checked on construction
+    check_controller_files(args.model, args.policy, decode.policy_kwargs)
 
 
 def fill_lengths(args: argparse.Namespace) -> None:
@@ -323,7 +319,8 @@ def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = 
     t_start = time.perf_counter()
     chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
     if pending:
-        gen = ReferenceBackend(task) if args.model == REFERENCE else ModelBackend(task, args, shard.device(args.device), seam)
+        gen = ReferenceBackend(task) if args.model == REFERENCE else \
+            ModelBackend(task, args, shard.device(args.device), seam)
         chat = gen.chat
         session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
         from tqdm import tqdm

@@ -1,9 +1,9 @@
 """Results of an evaluation: the per-sample rows file, its summary, and throughput.
 
 The rows file is append-only JSON lines that survive a kill at any point (:class:`ResultsFile`); the
-summary (:func:`summarize`) gives accuracy (with :func:`wilson`'s interval where compared), NFE and throughput as the paper defines it (Appendix A.1:
+summary (:func:`summarize`) gives accuracy, NFE and throughput as the paper defines it (Appendix A.1:
 ``tps`` = sum of B * L_gen over batches / their summed wall time, each session's first batch left
-out as its warm-up when others exist). :func:`config_id` is the hash stored in every row, so rows of
+out as its warm-up when others exist); :func:`wilson` is the interval of an accuracy that is compared. :func:`config_id` is the hash stored in every row, so rows of
 two configurations are never mixed. :mod:`tspd.eval.harness` writes these; :mod:`tspd.eval.experiments`,
 the controller table and the notebooks read them.
 """

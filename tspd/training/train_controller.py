@@ -312,10 +312,11 @@ def main(args) -> int:
     if args.drop:
         dropped = set(FEATURES) - set(features_without([d for d in args.drop.split(",") if d]))
         features = tuple(f for f in features if f not in dropped)
-    cfg = ControllerTrainConfig(kind=args.kind, arch=args.arch, layers=args.layers, hidden=args.hidden, features=features,
-                      ce=args.ce, epochs=args.epochs, patience=args.patience, lr=args.lr,
-                      weight_decay=args.weight_decay, batch=args.batch, dropout=args.dropout, noise=args.noise,
-                      class_weight=args.class_weight, val_fraction=args.val_fraction, seed=args.seed)
+    cfg = ControllerTrainConfig(kind=args.kind, arch=args.arch, layers=args.layers, hidden=args.hidden,
+                                features=features, ce=args.ce, epochs=args.epochs, patience=args.patience, lr=args.lr,
+                                weight_decay=args.weight_decay, batch=args.batch, dropout=args.dropout,
+                                noise=args.noise, class_weight=args.class_weight, val_fraction=args.val_fraction,
+                                seed=args.seed)
     traces = load_traces(args.traces)
     net, saved, curve = train(traces, cfg, progress=not args.quiet)
     saved["traces_file"] = str(args.traces)

@@ -213,8 +213,8 @@ class Study:
 
     def train(self, data: dict, **changes) -> Path:
         """Stage 2: a TSPD controller trained on ``data`` (this study's defaults plus ``changes``)."""
-        cfg = ControllerTrainConfig(epochs=self.epochs, batch=self.train_batch, patience=self.patience, seed=self.seed,
-                          **changes)
+        cfg = ControllerTrainConfig(epochs=self.epochs, batch=self.train_batch, patience=self.patience,
+                                    seed=self.seed, **changes)
         return controller(data, cfg, results_dir=self.store)
 
 

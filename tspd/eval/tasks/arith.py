@@ -347,8 +347,7 @@ class Arith(Task):
         return sample["answer"]
 
     def grade(self, sample: dict, completion: str) -> dict:
-        extract = extract_answer
-        gold, pred = extract(sample["answer"]), extract(completion)
+        gold, pred = extract_answer(sample["answer"]), extract_answer(completion)
         correct = pred is not None and pred == gold
         if correct:
             reason = None
