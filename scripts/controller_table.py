@@ -1,15 +1,19 @@
 """Every controller, with and without CE, under each KV-cache mode, on the embedded model.
 
-Writes ``results/embedded_controllers.json``: one row per (controller, CE, cache) with accuracy on N
-held-out arith test problems, mean NFE per sample, TPS on this machine (B * L_gen / T_wall, paper
-Appendix A.1), speedup over vanilla (no CE, no cache) measured in the same results file, the
-controller's and CE's time per step as a percentage of one model forward (paper Section 5.4), the
-fraction of answers identical to vanilla's (text and extracted number), and the agreement of each
-cached configuration's answers with its no-cache twin.
+Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`, built as the
+notebooks build each method's default setting (``tspd.book.base_run`` + ``method_config``), and run
+through the one evaluation harness with phase timing (``experiments.run(..., profile=True)``). Its
+files (``<key>.jsonl`` rows, ``<key>.summary.json``, ``<key>.json`` sidecar) live in the table's own
+results directory, ``controller_table/`` beside ``--out``, so every row is measured by this command
+on one machine; a rerun reads back what is there and computes only what is missing (resumable).
 
-Resumable: per-sample results are appended to ``<out>.samples.jsonl`` as each batch finishes, and
-a rerun skips what is there; the summary JSON is rewritten after every batch. The full 500-problem
-run takes hours on a CPU; start with ``--n 20``.
+Writes ``--out`` (``results/embedded_controllers.json``): one row per (controller, CE, cache) with
+accuracy on N held-out arith test problems (Wilson 95 % interval), mean NFE per sample, TPS on this
+machine (B * L_gen / T_wall over the harness's timed batches, paper Appendix A.1), speedup over
+vanilla (no CE, no cache) measured in the same directory, the controller's and CE's time per step as a
+percentage of one model forward (paper Section 5.4), the fraction of answers identical to vanilla's
+(text and extracted number), and the agreement of each cached configuration's answers with its
+no-cache twin. The full 500-problem run takes about 40 minutes on a 2-core CPU; start with ``--n 20``.
 
     .venv/bin/python scripts/controller_table.py --n 20
 """
@@ -19,7 +23,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -27,62 +30,44 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tspd import DecodeConfig, load_model  # noqa: E402
-from tspd.eval.tasks import arith  # noqa: E402
-from tspd.decoding.controllers import Controller, make_controller  # noqa: E402
-from tspd.decoding.extrapolate import make_extrapolator  # noqa: E402
-from tspd.decoding.loop import CACHE_MODES, generate  # noqa: E402
-from tspd.eval.results import wilson  # noqa: E402
-from tspd.models.loading import decode_lengths  # noqa: E402
-from tspd.provenance import device_name, git_revision  # noqa: E402
+from tspd.book.notebook import base_run, method_config  # noqa: E402
+from tspd.decoding.loop import CACHE_MODES  # noqa: E402
+from tspd.eval import experiments  # noqa: E402
+from tspd.eval.results import phase_shares, wilson  # noqa: E402
+from tspd.provenance import git_revision, portable  # noqa: E402
+from tspd.validate import UsageError  # noqa: E402
 
-CONTROLLERS = {                      # row name -> (policy, kwargs): each method's default setting
-    "vanilla": ("vanilla", {}),
-    "fast-dllm": ("fast-dllm", {"threshold": 0.9}),
-    "prophet": ("prophet", {}),
-    "credit": ("credit", {"threshold": 0.9}),
-    "learn2pd": ("learn2pd", {}),
-    "tspd": ("tspd", {}),
-}
+# row name -> the tspd.book.METHODS row whose decoding it uses (its policy at the method's default
+# setting: Fast-dLLM and Credit Decoding threshold 0.9, the controllers' own default; the learned
+# tspd / learn2pd controllers load the weights shipped beside the embedded model, <model>/controllers/)
+CONTROLLERS = {"vanilla": "Vanilla", "fast-dllm": "F-dLLM", "prophet": "Prophet †", "credit": "CD",
+               "learn2pd": "Learn2PD †", "tspd": "Ours †"}
 CACHES = CACHE_MODES
 BASELINE = ("vanilla", False, "none")
 
 
 def key(ctrl: str, ce: bool, cache: str) -> str:
+    """A row's name in the table: ``fast-dllm|ce=on|cache=dual``."""
     return f"{ctrl}|ce={'on' if ce else 'off'}|cache={cache}"
 
 
-def load_done(path: Path) -> dict[str, dict[str, dict]]:
-    done: dict[str, dict[str, dict]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done.setdefault(r["config"], {})[r["id"]] = r
-    return done
+def choices(value: str, allowed, flag: str) -> list[str]:
+    """A comma-separated option checked against ``allowed``; one-line UsageError otherwise."""
+    items = [x for x in value.split(",") if x]
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise UsageError(f"{flag}: unknown {', '.join(bad) or 'empty list'}; choose from {', '.join(allowed)}")
+    return items
 
 
-_INSTANCES: dict[str, Controller] = {}   # one controller per row, reused (learned ones load weights once)
-
-
-def run_batch(model, problems, ctrl: str, ce: bool, cache: str, args) -> list[dict]:
-    policy, kw = CONTROLLERS[ctrl]
-    if ctrl not in _INSTANCES:
-        _INSTANCES[ctrl] = make_controller(policy, **kw)
-    decode = DecodeConfig(policy=_INSTANCES[ctrl], ce=make_extrapolator(True) if ce else False, cache=cache,
-                          gen_length=args.gen_length, block_length=args.block_length)
-    out = generate(model, [arith.prompt(p) for p in problems], decode, profile=True)   # times each phase
-    per_sample = 1.0 / len(problems)        # batch-level timings are shared equally by its rows
-    rows = []
-    for i, p in enumerate(problems):
-        pred = arith.extract_answer(out.texts[i])
-        rows.append(dict(config=key(ctrl, ce, cache), id=p["id"], correct=pred == p["final"], pred=pred,
-                         text=out.texts[i], nfe=out.nfe_per_sample[i], batch_nfe=out.nfe,
-                         seconds=out.seconds * per_sample, forward_seconds=out.forward_seconds * per_sample,
-                         controller_seconds=out.controller_seconds * per_sample,
-                         ce_seconds=out.ce_seconds * per_sample, steps=out.nfe * per_sample,
-                         batch=len(problems), gen_length=args.gen_length))
-    return rows
+def table_configs(args: argparse.Namespace) -> dict[tuple, experiments.RunConfig]:
+    """The RunConfig of every requested (controller, CE, cache) row, the baseline row first."""
+    base = base_run(args.model, args.n, args.gen_length or 0, args.block_length or 0, 0, "cpu", "", 0,
+                    args.batch_size)
+    rows = [(c, ce == "on", cache) for c in choices(args.controllers, CONTROLLERS, "--controllers")
+            for ce in choices(args.ce, ("off", "on"), "--ce") for cache in choices(args.caches, CACHES, "--caches")]
+    rows = [BASELINE] + [r for r in rows if r != BASELINE]
+    return {(c, ce, cache): method_config(base, CONTROLLERS[c], ce=ce, cache=cache) for c, ce, cache in rows}
 
 
 def char_agreement(a: str, b: str) -> float:
@@ -91,52 +76,55 @@ def char_agreement(a: str, b: str) -> float:
     return 1.0 if n == 0 else sum(x == y for x, y in zip(a, b)) / n
 
 
-def summarise(done: dict[str, dict[str, dict]], ids: list[str], meta: dict) -> dict:
-    rows = []
-    base = None
-    for ctrl in CONTROLLERS:
-        for ce in (False, True):
-            for cache in CACHES:
-                k = key(ctrl, ce, cache)
-                got = [done[k][i] for i in ids if i in done.get(k, {})]
-                if not got:
-                    continue
-                n = len(got)
-                secs, fwd = sum(r["seconds"] for r in got), sum(r["forward_seconds"] for r in got)
-                steps = sum(r["steps"] for r in got)
-                per_fwd = fwd / max(steps, 1e-12)
-                correct = sum(r["correct"] for r in got)
-                row = dict(controller=ctrl, ce=ce, cache=cache, n=n, complete=n == len(ids),
-                           accuracy=correct / n, accuracy_95=wilson(correct, n),
-                           nfe=sum(r["nfe"] for r in got) / n,
-                           tps=n * got[0]["gen_length"] / secs,
-                           seconds_per_sample=secs / n,
-                           controller_pct_of_forward=100 * sum(r["controller_seconds"] for r in got) / steps / per_fwd,
-                           ce_pct_of_forward=100 * sum(r["ce_seconds"] for r in got) / steps / per_fwd,
-                           forward_ms=1000 * per_fwd)
-                van = done.get(key(*BASELINE), {})
-                pairs = [(r, van[r["id"]]) for r in got if r["id"] in van]
-                if pairs:   # fidelity to vanilla: informative even where accuracy is not (a weak model)
-                    row["same_text_as_vanilla"] = sum(a["text"] == b["text"] for a, b in pairs) / len(pairs)
-                    row["same_answer_as_vanilla"] = sum(a["pred"] == b["pred"] for a, b in pairs) / len(pairs)
-                    row["char_agreement_with_vanilla"] = sum(char_agreement(a["text"], b["text"])
-                                                             for a, b in pairs) / len(pairs)
-                twin = done.get(key(ctrl, ce, "none"), {})
-                if cache != "none":
-                    pairs = [(r, twin[r["id"]]) for r in got if r["id"] in twin]
-                    row["same_text_as_no_cache"] = (sum(a["text"] == b["text"] for a, b in pairs) / len(pairs)
-                                                    if pairs else None)
-                    row["same_answer_as_no_cache"] = (sum(a["pred"] == b["pred"] for a, b in pairs) / len(pairs)
-                                                      if pairs else None)
-                    row["char_agreement_with_no_cache"] = (sum(char_agreement(a["text"], b["text"])
-                                                               for a, b in pairs) / len(pairs) if pairs else None)
-                rows.append(row)
-                if (ctrl, ce, cache) == BASELINE:
-                    base = row
+def agreement(rows: list[dict], ref: list[dict] | None, name: str) -> dict:
+    """Same text, same extracted answer and character agreement with ``ref``'s rows of the same ids
+    (fields ``same_text_as_<name>``, ...); None where no id is shared."""
+    by_id = {r["id"]: r for r in ref or []}
+    pairs = [(r, by_id[r["id"]]) for r in rows if r["id"] in by_id]
+    mean = lambda f: sum(f(a, b) for a, b in pairs) / len(pairs) if pairs else None  # noqa: E731
+    return {f"same_text_as_{name}": mean(lambda a, b: a["output"] == b["output"]),
+            f"same_answer_as_{name}": mean(lambda a, b: a["extracted"] == b["extracted"]),
+            f"char_agreement_with_{name}": mean(lambda a, b: char_agreement(a["output"], b["output"]))}
+
+
+def table_row(name: tuple, result: experiments.RunResult, n: int, results: dict) -> dict:
+    """One row of the table from a run's per-problem rows (``results``: every run, for agreement)."""
+    ctrl, ce, cache = name
+    got = result.samples
+    correct = sum(bool(r["correct"]) for r in got)
+    phases = phase_shares(got)
+    row = dict(controller=ctrl, ce=ce, cache=cache, key=result.key, n=len(got), complete=len(got) == n,
+               accuracy=correct / len(got), accuracy_95=wilson(correct, len(got)),
+               nfe=sum(r["nfe"] for r in got) / len(got), tps=result.summary["tps"],
+               seconds_per_sample=sum(r["seconds"] for r in got) / len(got),
+               controller_pct_of_forward=phases.get("controller_pct_of_forward"),
+               ce_pct_of_forward=phases.get("ce_pct_of_forward"), forward_ms=phases.get("forward_ms"))
+    if BASELINE in results:   # fidelity to vanilla: informative even where accuracy is not (a weak model)
+        row.update(agreement(got, results[BASELINE].samples, "vanilla"))
+    if cache != "none":
+        twin = results.get((ctrl, ce, "none"))
+        row.update(agreement(got, twin.samples if twin else None, "no_cache"))
+    return row
+
+
+def summarise(results: dict[tuple, experiments.RunResult], n: int, meta: dict) -> dict:
+    """The table: ``meta`` and one row per run, with speedups over the baseline row."""
+    rows = [table_row(name, r, n, results) for name, r in results.items()]
+    base = next((r for r in rows if (r["controller"], r["ce"], r["cache"]) == BASELINE), None)
     for row in rows:
-        row["speedup_tps"] = row["tps"] / base["tps"] if base else None
+        row["speedup_tps"] = row["tps"] / base["tps"] if base and base["tps"] and row["tps"] else None
         row["speedup_nfe"] = base["nfe"] / row["nfe"] if base else None
     return dict(meta, rows=rows)
+
+
+def devices(results: dict[tuple, experiments.RunResult]) -> str:
+    """The machines the runs were computed on (their sidecars'; this one for runs computed now), in order."""
+    return " + ".join(dict.fromkeys(r.device_name for r in results.values()))
+
+
+def fmt(value, spec: str, none: str = "–") -> str:
+    """``value`` formatted with ``spec``, or ``none`` where it is missing (rows without phase times)."""
+    return none if value is None else format(value, spec)
 
 
 def markdown(table: dict) -> str:
@@ -148,14 +136,30 @@ def markdown(table: dict) -> str:
     for r in table["rows"]:
         lo, hi = r["accuracy_95"]
         lines.append(f"| {r['controller']} | {'on' if r['ce'] else 'off'} | {r['cache']} | {100 * r['accuracy']:.1f} "
-                     f"[{100 * lo:.1f}, {100 * hi:.1f}] | {r['nfe']:.1f} | {r['tps']:.1f} | {r['speedup_tps'] or 0:.2f} "
-                     f"| {r['controller_pct_of_forward']:.1f} | {r['ce_pct_of_forward']:.1f} "
-                     f"| {pct(r.get('same_answer_as_vanilla'))} | {pct(r.get('same_answer_as_no_cache'))} "
-                     f"| {pct(r.get('same_text_as_no_cache'))} |")
+                     f"[{100 * lo:.1f}, {100 * hi:.1f}] | {r['nfe']:.1f} | {fmt(r['tps'], '.1f')} "
+                     f"| {fmt(r['speedup_tps'], '.2f')} | {fmt(r['controller_pct_of_forward'], '.1f')} "
+                     f"| {fmt(r['ce_pct_of_forward'], '.1f')} | {pct(r.get('same_answer_as_vanilla'))} "
+                     f"| {pct(r.get('same_answer_as_no_cache'))} | {pct(r.get('same_text_as_no_cache'))} |")
     return "\n".join(lines)
 
 
-def main() -> int:
+def console(table: dict) -> str:
+    """A compact plain-text view of the table for the terminal."""
+    lines = [f"{'controller':10s} {'ce':3s} {'cache':6s} {'acc':>6s} {'nfe':>6s} {'tps':>7s} {'x':>5s} {'ctrl%':>6s} "
+             f"{'ce%':>6s} {'=van':>5s} {'chr=van':>7s} {'chr=nocache':>11s}"]
+    for r in table["rows"]:
+        lines.append(f"{r['controller']:10s} {'on' if r['ce'] else 'off':3s} {r['cache']:6s} {r['accuracy']:6.3f} "
+                     f"{r['nfe']:6.1f} {fmt(r['tps'], '7.1f', '      –')} {fmt(r['speedup_tps'], '5.2f', '    –')} "
+                     f"{fmt(r['controller_pct_of_forward'], '6.2f', '     –')} "
+                     f"{fmt(r['ce_pct_of_forward'], '6.2f', '     –')} "
+                     f"{fmt(r.get('same_text_as_vanilla'), '5.2f', '    –')} "
+                     f"{fmt(r.get('char_agreement_with_vanilla'), '7.2f', '      –')} "
+                     f"{fmt(r.get('char_agreement_with_no_cache'), '11.2f', '')}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (the same options as before the table went through the harness)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--model", default="tiny-arith")
@@ -167,57 +171,46 @@ def main() -> int:
     ap.add_argument("--caches", default=",".join(CACHES))
     ap.add_argument("--ce", default="off,on")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "embedded_controllers.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "embedded_controllers.json"),
+                    help="the table; the runs go to controller_table/ beside it")
     ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = sys.argv if argv is None else ["scripts/controller_table.py", *argv]
+    out = Path(args.out)
     if args.markdown:
-        print(markdown(json.loads(Path(args.out).read_text())))
+        print(markdown(json.loads(out.read_text())))
         return 0
+    if args.n < 1 or args.batch_size < 1 or (args.threads is not None and args.threads < 1):
+        raise UsageError("--n, --batch-size and --threads must be >= 1")
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    samples = out.with_suffix(".samples.jsonl")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    model = load_model(args.model)
-    own = decode_lengths(model)
-    args.gen_length, args.block_length = args.gen_length or own[0], args.block_length or own[1]
-    problems = arith.load_split("test", args.n)
-    ids = [p["id"] for p in problems]
-    done = load_done(samples)
-    meta = dict(model=args.model, split="test", n=args.n, gen_length=args.gen_length, block_length=args.block_length,
+    configs = table_configs(args)
+    runs_dir = out.resolve().parent / "controller_table"   # mkdir: experiments.run
+    first = next(iter(configs.values()))
+    meta = dict(model=args.model, split="test", n=args.n, gen_length=first.gen_length, block_length=first.block_length,
                 batch_size=args.batch_size, threads=torch.get_num_threads(), cpu_count=os.cpu_count(),
-                torch=torch.__version__, baseline=key(*BASELINE), command=" ".join(["python", *sys.argv]),
-                revision=git_revision(), device=device_name("cpu"),
-                note="TPS = B * L_gen / T_wall on this machine; speedup over the baseline row of this file")
-    generate(model, [problems[0]["question"]], gen_length=args.block_length, block_length=args.block_length)  # warm-up
-    ctrls = [c for c in args.controllers.split(",") if c]
-    configs = [(c, ce == "on", cache) for c in ctrls for ce in args.ce.split(",") for cache in args.caches.split(",")]
-    if BASELINE not in configs:
-        configs.insert(0, BASELINE)
-    for ctrl, ce, cache in configs:
-        todo = [p for p in problems if p["id"] not in done.get(key(ctrl, ce, cache), {})]
-        t0 = time.perf_counter()
-        for i in range(0, len(todo), args.batch_size):
-            rows = run_batch(model, todo[i:i + args.batch_size], ctrl, ce, cache, args)
-            with samples.open("a") as f:
-                for r in rows:
-                    f.write(json.dumps(r) + "\n")
-                    done.setdefault(r["config"], {})[r["id"]] = r
-            out.write_text(json.dumps(summarise(done, ids, meta), indent=1) + "\n")
-        if todo:
-            print(f"{key(ctrl, ce, cache)}: {len(todo)} problems in {time.perf_counter() - t0:.0f}s", flush=True)
-    table = summarise(done, ids, meta)
-    out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"{'controller':10s} {'ce':3s} {'cache':6s} {'acc':>6s} {'nfe':>6s} {'tps':>7s} {'x':>5s} {'ctrl%':>6s} "
-          f"{'ce%':>6s} {'=van':>5s} {'chr=van':>7s} {'chr=nocache':>11s}")
-    for r in table["rows"]:
-        nc = r.get("char_agreement_with_no_cache")
-        print(f"{r['controller']:10s} {'on' if r['ce'] else 'off':3s} {r['cache']:6s} {r['accuracy']:6.3f} {r['nfe']:6.1f} "
-              f"{r['tps']:7.1f} {r['speedup_tps'] or 0:5.2f} {r['controller_pct_of_forward']:6.2f} "
-              f"{r['ce_pct_of_forward']:6.2f} {r.get('same_text_as_vanilla', float('nan')):5.2f} "
-              f"{r.get('char_agreement_with_vanilla', float('nan')):7.2f} {'' if nc is None else f'{nc:11.2f}'}")
+                torch=torch.__version__, baseline=key(*BASELINE), command=" ".join(["python", *command]),
+                revision=git_revision(), runs=portable({"d": str(runs_dir)})["d"],
+                note="TPS = B * L_gen / T_wall over the harness's timed batches (each session's first batch is "
+                     "its warm-up) on this machine; speedup over the baseline row of this file")
+    results = {}
+    for name, config in configs.items():
+        results[name] = res = experiments.run(config, results_dir=runs_dir, profile=True)
+        if res.computed:
+            print(f"{key(*name)}: {res.computed} problems computed, {res.reused} read back ({res.key})", flush=True)
+        table = summarise(results, args.n, dict(meta, device=devices(results)))
+        out.write_text(json.dumps(table, indent=1) + "\n")
+    print(console(table))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (ValueError, FileNotFoundError) as e:   # UsageError, a missing checkpoint or table: one line
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -10,7 +10,8 @@
 #                state and logs -> results/training/<RUN_DIR's name>/)
 #   controllers  stage 1 + 2 of the controllers on the new model (scripts/train_controllers.sh 200)
 #   notebooks    set aside results/runs and results/variants, re-execute every notebook
-#   tables       the 500-problem controller table and cache agreement (old results set aside first)
+#   tables       the 500-problem controller table (results/embedded_controllers.json from the harness
+#                runs in results/controller_table/) and cache agreement (old results set aside first)
 #
 # What is set aside is named <name>.before-<time> (git ignores it; delete it once the new results are in).
 # Afterwards: paste `scripts/controller_table.py --markdown` and `scripts/cache_agreement.py
@@ -48,11 +49,14 @@ for stage in $stages; do
       bash scripts/execute_notebooks.sh
       ;;
     tables)
+      # (results/embedded_controllers.samples.jsonl: the table's per-problem rows before they moved to
+      # results/controller_table/; set aside like the rest)
       for f in results/embedded_controllers results/cache_agreement; do
         for ext in json samples.jsonl; do
           [ -f "$f.$ext" ] && mv "$f.$ext" "$f.before-$stamp.$ext"
         done
       done
+      [ -d results/controller_table ] && mv results/controller_table "results/controller_table.before-$stamp"
       .venv/bin/python scripts/controller_table.py --n 500 --threads "$threads"
       .venv/bin/python scripts/cache_agreement.py --n 500 --threads "$threads"
       ;;

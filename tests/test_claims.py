@@ -1,4 +1,5 @@
-"""Verdicts read off intervals (tspd.book.claims): above, below, straddling; and the paired bootstrap."""
+"""Verdicts read off intervals (tspd.book.claims): above, below, straddling, bands, joined claims; the
+bootstraps; the trace measurements of Figures 1-2; and the stored verdicts of the notebooks."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,17 +41,180 @@ def test_paired_bootstrap_separates_a_real_gap_from_noise():
 
 def test_forward_ratio_and_finding_row():
     nfe_fast, nfe_slow = np.full(50, 16.0), np.full(50, 64.0)
-    f = claims.compare("fewer forwards", "Table 1", "NFE ratio", nfe_fast, nfe_slow, claims.mean_ratio, bound=1.0)
+    f = claims.compare("NFE ratio", nfe_fast, nfe_slow, claims.mean_ratio, bound=1.0)
     assert f.value == pytest.approx(4.0) and f.lo == pytest.approx(4.0) and f.verdict == claims.HOLDS
-    assert f.row()["verdict"] == "holds" and f.row()["n"] == 50
+    assert "4.00 [4.00, 4.00] (claimed > 1; n 50)" in f.text()
+    assert claims.Finding.from_dict(f.to_dict()) == f
     with pytest.raises(ValueError):
         claims.paired_bootstrap([1, 2], [1, 2, 3], claims.mean_ratio)
 
 
 def test_too_few_problems_give_no_verdict():
     same = np.zeros(claims.MIN_N - 1)
-    f = claims.compare("no loss", "Table 1", "gap", same, same, claims.accuracy_gap, bound=-1.0)
+    f = claims.compare("gap", same, same, claims.accuracy_gap, bound=-1.0)
     assert (f.lo, f.hi) == (0.0, 0.0) and f.verdict == claims.OPEN      # a zero-width interval proves nothing
     enough = np.zeros(claims.MIN_N)
-    assert claims.compare("no loss", "Table 1", "gap", enough, enough, claims.accuracy_gap, bound=-1.0).verdict == \
-        claims.HOLDS
+    assert claims.compare("gap", enough, enough, claims.accuracy_gap, bound=-1.0).verdict == claims.HOLDS
+
+
+@pytest.mark.parametrize("lo,hi,expected", [
+    (-1.0, 1.5, claims.HOLDS),      # inside the band
+    (2.5, 4.0, claims.FAILS),       # wholly above it
+    (-5.0, -3.0, claims.FAILS),     # wholly below it
+    (1.0, 3.0, claims.OPEN),        # straddles its edge
+])
+def test_band_verdict(lo, hi, expected):
+    assert claims.band_verdict(lo, hi, -2.0, 2.0) == expected
+    f = claims.Finding("gap", (lo + hi) / 2, lo, hi, 100, band=(-2.0, 2.0))
+    assert f.verdict == expected and claims.Finding.from_dict(f.to_dict()) == f
+
+
+def _f(verdict):
+    lo, hi = {claims.HOLDS: (2.0, 3.0), claims.FAILS: (-3.0, -2.0), claims.OPEN: (-1.0, 1.0)}[verdict]
+    return claims.Finding("q", (lo + hi) / 2, lo, hi, 100, 0.0)
+
+
+H, F, O = claims.HOLDS, claims.FAILS, claims.OPEN
+
+
+@pytest.mark.parametrize("rule,parts,expected", [
+    ("all", [H, H], H), ("all", [H, O], O), ("all", [H, F], F),
+    ("any", [F, H], H), ("any", [F, O], O), ("any", [F, F], F),
+    ("better", [H, O], H), ("better", [H, F], O), ("better", [F, O], F), ("better", [O, O], O),
+])
+def test_joined_claims(rule, parts, expected):
+    c = claims.Claim("c", "Table 0", [_f(v) for v in parts], rule)
+    assert c.verdict == expected
+    nested = claims.Claim("outer", "Table 0", [c, _f(H)])
+    assert nested.verdict == expected
+    back = claims.Claim.from_dict(nested.to_dict())
+    assert back.verdict == nested.verdict and back.lines() == nested.lines()
+    with pytest.raises(ValueError):
+        claims.Claim("c", "Table 0", [], "most")
+
+
+def test_cluster_bootstrap_resamples_whole_clusters():
+    # 40 prompts; every token of a prompt has the same value, so the interval reflects 40 units, not 4000
+    clusters = [np.full(100, float(i % 2)) for i in range(40)]
+    value, lo, hi = claims.cluster_bootstrap(clusters, lambda cl: float(np.concatenate(cl).mean()))
+    assert value == pytest.approx(0.5) and lo < 0.4 and hi > 0.6      # +-0.16 at n=40, not +-0.016
+    with pytest.raises(ValueError):
+        claims.cluster_bootstrap([], lambda cl: 0.0)
+
+
+def _traces(flip_unstable: bool):
+    """A synthetic trace set: 2 prompts x 1 block of 2 positions x 6 steps. Position 0 has a jumpy
+    confidence, position 1 a flat one; the jumpy one is wrong (flips) until the last step iff asked."""
+    import torch
+    S, Lb = 6, 2
+    conf = torch.tensor([[0.5, 0.55], [0.9, 0.55], [0.5, 0.55], [0.9, 0.56], [0.5, 0.56], [0.9, 0.57]])
+    labels = torch.ones(S, Lb, dtype=torch.bool)
+    if flip_unstable:
+        labels[:-1, 0] = False
+    masked = torch.ones(S, Lb, dtype=torch.bool)
+    one = dict(features=conf[..., None], labels=labels, masked=masked)
+    return {"channels": ["conf"], "offsets": torch.tensor([0, S, 2 * S]),
+            "features": torch.cat([one["features"]] * 2), "labels": torch.cat([labels] * 2),
+            "masked": torch.cat([masked] * 2), "prompt_index": torch.tensor([0, 1]), "block": torch.tensor([0, 0])}
+
+
+def test_flip_states_and_gap():
+    from tspd.book.claims import traces
+    st = traces.flip_states(_traces(True), window=3)
+    assert len(st.conf) == 2 * 2 * 4 and set(st.prompt.tolist()) == {0, 1}
+    assert st.flip[st.spread > 0.05].mean() > 0.5 and st.flip[st.spread <= 0.05].sum() == 0
+    gap = traces.flip_gap(st, unstable_std=0.05, bins=1)     # one bin: every state compared
+    assert gap.value > 50 and gap.n == 2
+    assert traces.flip_gap(traces.flip_states(_traces(False), 3), 0.05, 1).value == 0.0
+
+
+def test_stabilisation_and_spearman():
+    from tspd.book.claims import traces
+    st = traces.stabilisation(_traces(True))
+    assert st.stab.tolist() == [5, 0, 5, 0]          # position 0 settles at its last step, position 1 at once
+    assert (st.stab <= st.commit).all()
+    assert traces.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert traces.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert traces.spearman([1, 1, 2, 2], [1, 2, 1, 2]) == pytest.approx(0.0)
+
+
+def test_extrapolable_share():
+    import torch
+    from tspd.book.claims import traces
+    crossed = torch.ones(40, 8, dtype=torch.bool)
+    earlier = torch.zeros(40, 8, dtype=torch.bool)
+    earlier[:, :2] = True
+    f = traces.extrapolable(earlier, crossed)
+    assert f.value == pytest.approx(25.0) and f.verdict == claims.HOLDS and f.n == 40
+
+
+class _Run:
+    def __init__(self, key, correct, nfe, seconds=None):
+        self.key = key
+        self.samples = [{"id": i, "correct": c, "nfe": n, "seconds": s} for i, (c, n, s) in
+                        enumerate(zip(correct, nfe, seconds or [1.0] * len(nfe)))]
+
+
+def test_run_claims_on_synthetic_runs():
+    from tspd.book.claims import runs as rc
+    n = 60
+    runs = {"Vanilla": _Run("v", [1] * n, [64] * n, [2.0] * n), "Ours": _Run("o", [1] * n, [16] * n, [0.5] * n),
+            "F-dLLM": _Run("f", [1] * n, [32] * n, [1.0] * n)}
+    c = rc.main_results(runs, rivals=[("F-dLLM", "Ours")])
+    assert c.verdict == claims.HOLDS
+    runs["Ours"] = _Run("o", [0] * 10 + [1] * (n - 10), [16] * n, [0.5] * n)   # 17 points below vanilla
+    assert rc.main_results(runs, rivals=[("F-dLLM", "Ours")]).verdict == claims.FAILS
+    assert rc.ce_speeds_up({"A": runs["F-dLLM"], "A & CE": runs["Vanilla"]}, ["A"]).verdict == claims.FAILS
+    runs["short"] = _Run("s", [1] * n, [64] * (n - 1))
+    with pytest.raises(ValueError, match="different problems"):
+        rc.fewer_forwards(runs, "Vanilla", "short")
+
+
+def test_stored_verdicts_round_trip(tmp_path, capsys):
+    from tspd.book.claims import store
+    c = claims.Claim("c", "Table 7", [_f(H), _f(O)])
+    store.report("table07_feature_ablation", {"arith": c}, claims_dir=tmp_path)
+    printed = capsys.readouterr().out
+    assert "[inconclusive] Table 7: c" in printed
+    first = (tmp_path / "table07_feature_ablation.json").read_text()
+    store.report("table07_feature_ablation", {"arith": c}, claims_dir=tmp_path)
+    assert (tmp_path / "table07_feature_ablation.json").read_text() == first       # byte for byte
+    stored = store.load_all(tmp_path)
+    rows = store.page_rows(stored)
+    assert len(rows) == len(store.NOTEBOOKS) and store.tally(rows)["not measured"] == len(store.NOTEBOOKS) - 1
+    assert [r["verdict"] for r in rows if r["notebook"] == "table07_feature_ablation"] == [claims.OPEN]
+    with pytest.raises(ValueError, match="unknown claim notebook"):
+        store.report("table99", {"arith": c}, claims_dir=tmp_path)
+
+
+def _verdict_cell(name: str):
+    import nbformat
+    from tspd.provenance import REPO_ROOT
+    nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return code[-1]
+
+
+@pytest.mark.parametrize("name", sorted(claims.NOTEBOOKS))
+def test_each_claim_notebook_ends_with_its_verdict_and_its_stored_file_agrees(name):
+    """The verdict cell is the notebook's last code cell; results/claims/<name>.json (what the page reads)
+    says exactly what that cell printed when the notebook was executed (nbval checks the cell itself)."""
+    from tspd.book.claims import store
+    cell = _verdict_cell(name)
+    assert f'claims.report("{name}"' in cell.source
+    stored = store.load(name)
+    assert stored is not None, f"results/claims/{name}.json is missing: execute notebooks/{name}.ipynb"
+    printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    assert printed == "\n".join(store.lines(name, stored)) + "\n"
+
+
+def test_readme_states_the_measured_tally():
+    """The README's status section quotes the page's tally as it is stored, not as it was hoped."""
+    import re
+    from tspd.provenance import REPO_ROOT
+    tally = claims.tally(claims.page_rows(claims.load_all()))
+    readme = (REPO_ROOT / "README.md").read_text()
+    m = re.search(r"Claims of the paper checked on the embedded model: (\d+) hold, (\d+) do not hold, "
+                  r"(\d+) inconclusive", readme)
+    assert m, "README: the status line on the paper's claims is missing"
+    assert tuple(map(int, m.groups())) == (tally[claims.HOLDS], tally[claims.FAILS], tally[claims.OPEN])

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from tspd.eval import harness as evaluate
+from tspd.eval.results import phase_shares
 from tspd.cli import main as cli
 from tspd.models.loading import SpecialTokens
 from tspd.eval.tasks import get_task
@@ -124,8 +125,11 @@ def install_fake(answer, seconds=None, tokenizer=None):
         ids = torch.full((len(prompts), config.gen_length), 98)
         ids[:, :NONPAD] = 1
         ids[:, NONPAD] = 97   # an EoT, not counted either
+        seconds = next(times, 1.0)
+        phases = {"forward_seconds": 0.8 * seconds, "controller_seconds": 0.04 * seconds,
+                  "ce_seconds": 0.02 * seconds} if kwargs.get("profile") else {}
         return SimpleNamespace(texts=[answer(p) for p in prompts], token_ids=ids, nfe=7,
-                               nfe_per_sample=[7] * len(prompts), seconds=next(times, 1.0))
+                               nfe_per_sample=[7] * len(prompts), seconds=seconds, **phases)
 
     calls.seam = (load_model, generate)
     return calls
@@ -194,6 +198,34 @@ def test_single_batch_counts_its_own_time():
     s = evaluate.summarize(rows)
     assert s["tps"] == 8.0 and s["tps_nonpad"] == 2.0 and s["accuracy"] == 0.5
     assert s["failures"] == {"wrong answer": 1}
+
+
+def test_profile_stores_each_rows_share_of_the_batch_phases(tmp_path):
+    plain, timed = tmp_path / "plain.jsonl", tmp_path / "timed.jsonl"
+    calls = install_fake(gsm8k_answers())
+    assert run_eval(calls.seam, plain, "--limit", "2") == 0
+    assert "profile" not in calls[1][2] and not set(read_rows(plain)[0]) & set(evaluate.PHASES)
+    calls = install_fake(gsm8k_answers(), seconds=[10.0, 2.0, 1.0])
+    assert run_eval(calls.seam, timed, "--limit", "5", "--batch-size", "2", "--profile") == 0
+    assert [c[2]["profile"] for c in calls if c[0] == "generate"] == [True] * 3
+    rows = read_rows(timed)
+    assert [r["forward_seconds"] for r in rows] == pytest.approx([4.0, 4.0, 0.8, 0.8, 0.8])   # batch / size
+    assert rows[2]["controller_seconds"] == pytest.approx(0.04) and rows[4]["ce_seconds"] == pytest.approx(0.02)
+    assert read_rows(plain)[0]["config"] == rows[0]["config"]           # not part of the configuration
+    s = json.loads(evaluate.summary_path(timed).read_text())
+    assert "profile" not in s["config"]
+    assert s["controller_pct_of_forward"] == pytest.approx(5.0) and s["ce_pct_of_forward"] == pytest.approx(2.5)
+    assert s["forward_ms"] == pytest.approx(1000 * (1.6 + 0.8) / (7 + 7))    # warm-up batch left out
+    assert "forward_ms" not in json.loads(evaluate.summary_path(plain).read_text())
+
+
+def test_phase_shares_need_every_row_timed():
+    row = {"id": "a", "correct": True, "nfe": 4, "batch": "s:0", "warmup": True, "forward_seconds": 0.4,
+           "controller_seconds": 0.02, "ce_seconds": 0.0}
+    assert phase_shares([row]) == pytest.approx(
+        {"forward_ms": 100.0, "controller_pct_of_forward": 5.0, "ce_pct_of_forward": 0.0})
+    assert phase_shares([row, {"id": "b", "correct": True, "nfe": 4, "batch": "s:1"}]) == {}
+    assert phase_shares([]) == {}
 
 
 def test_resume_skips_finished_ids(monkeypatch, tmp_path):

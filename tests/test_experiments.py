@@ -248,3 +248,15 @@ def test_rows_of_another_harness_configuration_are_set_aside(registry):
     with pytest.warns(UserWarning, match="another configuration"):
         res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4 and list(tmp.glob("*.stale-*.jsonl"))
+
+
+def test_profile_times_the_computed_rows_only(registry):
+    _, tmp, fake = registry
+    plain = experiments.run(config(limit=2), results_dir=tmp, progress=False, **fake)
+    assert "forward_seconds" not in plain.samples[0] and "forward_ms" not in plain.summary
+    timed = experiments.run(config(limit=4), results_dir=tmp, progress=False, profile=True, **fake)
+    assert timed.key == plain.key and (timed.computed, timed.reused) == (2, 2)   # not part of the key
+    assert timed.samples[:2] == plain.samples and timed.samples[2]["forward_seconds"] > 0
+    assert {"controller_seconds", "ce_seconds"} <= set(timed.samples[3])
+    assert "forward_ms" not in timed.summary          # two rows untimed: no phase shares
+    assert experiments.harness_args(config(), tmp / "x.jsonl", profile=True).profile is True

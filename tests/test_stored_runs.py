@@ -1,9 +1,10 @@
-"""Committed run files (``results/runs``) must be what the current code decodes.
+"""Committed run files (``results/runs``, ``results/controller_table``) must be what the current code decodes.
 
-The notebooks read their runs back from ``results/runs`` instead of recomputing them. A change to the
-decoder, a controller or the checkpoint that alters what a run would produce must therefore show up
-here: for several committed runs (different controllers, CE and caches) the first samples are
-recomputed with the current code and must give exactly the stored text and NFE.
+The notebooks read their runs back from ``results/runs`` instead of recomputing them, and the README's
+controller table (``scripts/controller_table.py``) is made from the runs in ``results/controller_table``.
+A change to the decoder, a controller or the checkpoint that alters what a run would produce must
+therefore show up here: for several committed runs (different controllers, CE and caches) the first
+samples are recomputed with the current code and must give exactly the stored text and NFE.
 """
 from __future__ import annotations
 
@@ -16,17 +17,25 @@ from tspd.eval import experiments
 from tspd.eval.experiments import REPO_ROOT, RunConfig
 
 RUNS = REPO_ROOT / "results" / "runs"
+TABLE = REPO_ROOT / "results" / "controller_table"   # the runs of scripts/controller_table.py
 N = 2   # samples recomputed per run
+# the controller table's runs recomputed: each controller once, every cache mode and both CE settings
+TABLE_PICKS = [("vanilla", False, "none"), ("fast-dllm", True, "dual"), ("tspd", True, "prefix"),
+               ("learn2pd", False, "prefix"), ("prophet", False, "dual"), ("credit", True, "none")]
 
 
-def _metas() -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(RUNS.glob("*.json")) if not p.name.endswith(".summary.json")]
+def _metas(directory=RUNS) -> list[dict]:
+    """The sidecars of the embedded-model runs stored in ``directory`` (with their rows file), by key."""
+    paths = [p for p in sorted(directory.glob("*.json")) if not p.name.endswith(".summary.json")]
+    metas = [json.loads(p.read_text()) for p in paths]
+    return [m for m in metas
+            if m["config"].get("model") == "tiny-arith" and (directory / f"{m['key']}.jsonl").exists()]
 
 
 def picked_runs(k: int = 5) -> list[dict]:
     """Up to ``k`` committed embedded-model runs with distinct (policy, CE, cache), vanilla first."""
     seen, out = set(), []
-    metas = [m for m in _metas() if m["config"].get("model") == "tiny-arith" and (RUNS / f"{m['key']}.jsonl").exists()]
+    metas = _metas()
     metas.sort(key=lambda m: (m["config"]["policy"] != "vanilla", m["key"]))
     for m in metas:
         c = m["config"]
@@ -64,6 +73,24 @@ def test_runs_are_committed():
     policy=m["config"]["policy"], ce="+ce" if m["config"]["ce"] else "", cache=m["config"]["cache"]))
 def test_committed_run_reproduces(meta, tmp_path):
     assert mismatches(meta, RUNS, tmp_path) == []
+
+
+def table_picks() -> list:
+    """``(kind, sidecar or None)`` for each of :data:`TABLE_PICKS`; one skipped case before the table exists."""
+    if not TABLE.is_dir():
+        return [pytest.param(None, None, marks=pytest.mark.skip(
+            reason=f"{TABLE} not computed yet (scripts/controller_table.py)"))]
+    by_kind = {}
+    for m in _metas(TABLE):
+        by_kind.setdefault((m["config"]["policy"], m["config"]["ce"], m["config"]["cache"]), m)
+    return [pytest.param(kind, by_kind.get(kind), id="{}{}-{}".format(kind[0], "+ce" if kind[1] else "", kind[2]))
+            for kind in TABLE_PICKS]
+
+
+@pytest.mark.parametrize("kind, meta", table_picks())
+def test_controller_table_run_reproduces(kind, meta, tmp_path):
+    assert meta is not None, f"{TABLE} has no run of {kind}: rerun scripts/controller_table.py"
+    assert mismatches(meta, TABLE, tmp_path) == []
 
 
 def test_an_edited_run_file_is_caught(tmp_path):

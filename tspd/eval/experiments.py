@@ -20,7 +20,9 @@ split, so a larger ``limit`` extends the same file and a smaller one reads a pre
 :attr:`RunResult.summary` follows the paper (Appendix A.1): ``tps`` = sum of B * L_gen over batches /
 their wall time (each session's first batch is the warm-up and is left out when others exist),
 ``tps_nonpad`` counts only tokens that are not EOS/EoT/pad, and ``accuracy`` is in **percent**, the
-paper's unit (the harness's own summary file stores a fraction).
+paper's unit (the harness's own summary file stores a fraction). Runs computed with ``profile=True``
+(every row timed by phase) also have ``forward_ms``, ``controller_pct_of_forward`` and
+``ce_pct_of_forward`` (:func:`tspd.eval.results.phase_shares`).
 
 Staleness: the sidecar records a fingerprint of the checkpoint (config.json and the weight files'
 sizes and first/last MiB). When the checkpoint behind a model name changes (e.g. the embedded model
@@ -259,8 +261,9 @@ def model_fingerprint(model: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 # The harness
 # ------------------------------------------------------------------------------------------------
-def harness_args(config: RunConfig, out: str | Path) -> argparse.Namespace:
-    """The ``python -m tspd eval`` arguments of ``config`` (what :func:`tspd.eval.harness.run` takes).
+def harness_args(config: RunConfig, out: str | Path, profile: bool = False) -> argparse.Namespace:
+    """The ``python -m tspd eval`` arguments of ``config`` (what :func:`tspd.eval.harness.run` takes);
+    ``profile`` is ``--profile`` (phase times in the rows; not part of the configuration).
 
     CE settings travel as a dict in ``ce`` (:class:`DecodeConfig` accepts ``ce=dict``); the eval
     command line has no flag for them yet.
@@ -273,7 +276,8 @@ def harness_args(config: RunConfig, out: str | Path) -> argparse.Namespace:
         cache=d.cache, gen_length=d.gen_length, block_length=d.block_length, steps=d.steps, threshold=None,
         temperature=d.temperature, confidence_dtype=d.confidence_dtype, fast=d.fast, seed=config.seed,
         limit=config.limit, batch_size=config.batch_size, device=config.device, dtype=config.dtype, chat="auto",
-        data_dir=None, source=None, grade_workers=2, controller=None, truncate_prompt=False, out=str(out))
+        data_dir=None, source=None, grade_workers=2, controller=None, truncate_prompt=False, profile=profile,
+        out=str(out))
 
 
 def eval_command(config: RunConfig, results_dir: str | Path | None = None) -> str:
@@ -305,6 +309,8 @@ def _to_result(config: RunConfig, rows: list[dict], path: Path, name: str, compu
            "accuracy": None if summary["accuracy"] is None else 100.0 * summary["accuracy"],
            "nfe_mean": summary["nfe_mean"], "tps": summary["tps"], "tps_nonpad": summary["tps_nonpad"],
            "gen_seconds": summary["gen_seconds"]}
+    out.update({k: summary[k] for k in ("forward_ms", "controller_pct_of_forward", "ce_pct_of_forward")
+                if k in summary})
     return RunResult(config, rows, out, path, name, computed, len(rows) - computed)
 
 
@@ -343,13 +349,15 @@ def load_result(config: RunConfig, results_dir: str | Path | None = None, task=N
 
 
 def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None = None,
-        force: bool = False, seam: "evaluate.Seam | None" = None, task=None) -> "RunResult":
+        force: bool = False, seam: "evaluate.Seam | None" = None, task=None, profile: bool = False) -> "RunResult":
     """Results of ``config``: read back what is stored, compute (and append) what is missing.
 
     ``progress`` False silences the harness's progress bar (it draws one only on a terminal);
     ``force`` retires the stored files and recomputes everything. ``seam`` (``(load_model, generate)``,
     default: the package's, with models kept loaded) and ``task`` (default: ``get_task(config.task)``)
-    are what the harness decodes with and on.
+    are what the harness decodes with and on. ``profile`` stores each computed row's phase times
+    (``forward_seconds``, ``controller_seconds``, ``ce_seconds``; the harness's ``--profile``); rows
+    read back keep whatever they were stored with.
     """
     results_dir = Path(results_dir or DEFAULT_RESULTS_DIR)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -386,13 +394,14 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
         try:
             with quiet:
-                evaluate.run(harness_args(config, paths["rows"]), seam=seam or _cached_seam(), task=task)
+                evaluate.run(harness_args(config, paths["rows"], profile), seam=seam or _cached_seam(), task=task)
         except ResultsError as e:
             if force:
                 raise
             # rows written under another harness configuration: keep them aside and start again
             warnings.warn(f"{config.label}: {e}; recomputing")
-            return run(config, progress=progress, results_dir=results_dir, force=True, seam=seam, task=task)
+            return run(config, progress=progress, results_dir=results_dir, force=True, seam=seam, task=task,
+                       profile=profile)
     rows = _stored(paths["rows"])
     picked = [rows[s["id"]] for s in samples]
     return _to_result(config, picked, paths["rows"], name, len(todo))

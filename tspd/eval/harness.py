@@ -7,12 +7,16 @@ a different configuration in that file are an error rather than silently mixed.
 
 Row: ``id, correct, reason, output, extracted, nfe, seconds, gen_tokens`` plus batch bookkeeping
 (``batch, batch_size, batch_seconds, gen_length, warmup``), ``chat``, the configuration hash ``config``,
-task-specific grading fields and ``raw_output`` when stop strings cut the generation.
+task-specific grading fields and ``raw_output`` when stop strings cut the generation. With ``--profile``
+also ``forward_seconds, controller_seconds, ce_seconds``: the row's share of its batch's time in model
+forwards, the controller's ``decide()`` and CE's ``update()`` (``generate(..., profile=True)``; not part
+of the configuration, since it does not change what is decoded).
 
 Summary (``FILE.summary.json`` next to ``FILE.jsonl``, also printed): ``accuracy``, ``n``, ``nfe_mean``,
 ``tps`` = sum of B * L_gen over batches / their summed wall time (the paper's definition; each run's
 first batch is a warm-up and is left out when other batches exist), ``tps_nonpad`` (generated tokens
-that are not EOS/EoT/pad over the same time), failure reasons and the configuration.
+that are not EOS/EoT/pad over the same time), failure reasons and the configuration; for profiled rows
+also ``forward_ms`` per step and the controller's and CE's time as a percentage of the forwards'.
 
 Sharded: ``torchrun --nproc-per-node N -m tspd eval ...`` or ``accelerate launch -m tspd eval ...``
 splits the samples over the processes; each resumes its own shard file and rank 0 merges them
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tspd.decoding.config import DecodeConfig
-from tspd.eval.results import ResultsError, ResultsFile, config_id, summarize, summary_path  # noqa: F401 (re-exported)
+from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, summarize, summary_path  # noqa: F401 (re-exported)
 from tspd.eval.shard import Shard, merge
 from tspd.provenance import portable
 from tspd.validate import CACHE_MODES
@@ -86,6 +90,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--truncate-prompt", action="store_true",
                    help="keep the last tokens of prompts too long for the model (default: refuse them); "
                         "counted in the summary")
+    p.add_argument("--profile", action="store_true",
+                   help="time each batch's model forwards, controller and CE (generate(profile=True), which "
+                        "synchronises the device at every phase) and store each row's share of them")
     p.add_argument("--out", required=True, help="results FILE.jsonl (resumed if it exists)")
 
 
@@ -193,6 +200,7 @@ class BatchOutput:
     seconds: float
     gen_length: int
     truncated: list[bool] | None = None   # prompts left-truncated to fit the model (--truncate-prompt)
+    phases: dict[str, float] | None = None   # --profile: the batch's seconds per phase (PHASES)
 
 
 class ReferenceBackend:
@@ -242,6 +250,8 @@ class ModelBackend:
         self.skip_ids = set(special.stop_ids()) | {special.pad, special.mask}
         self.decode = decode_config(args)
         self.call_options = {"truncate_prompt": True} if args.truncate_prompt else {}
+        if getattr(args, "profile", False):
+            self.call_options["profile"] = True
 
     def __call__(self, samples: list[dict]) -> BatchOutput:
         prompts = [self.task.prompt(s, self.tokenizer, self.chat) for s in samples]
@@ -256,8 +266,9 @@ class ModelBackend:
             gen_length = len(rows[0]) if rows else self.args.gen_length
         else:
             gen_tokens, gen_length = [None] * len(samples), self.args.gen_length
+        phases = {k: float(getattr(out, k)) for k in PHASES if getattr(out, k, None) is not None}
         return BatchOutput(texts, raw, nfe, gen_tokens, float(out.seconds), gen_length,
-                           list(getattr(out, "truncated", None) or []) or None)
+                           list(getattr(out, "truncated", None) or []) or None, phases or None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,6 +299,7 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
             row["raw_output"] = out.raw[i]
         if out.truncated and out.truncated[i]:
             row["prompt_truncated"] = True
+        row.update({k: round(v / n, 6) for k, v in (out.phases or {}).items()})
         rows.append(row)
     return rows
 

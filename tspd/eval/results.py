@@ -17,6 +17,9 @@ from collections import Counter
 from pathlib import Path
 
 
+PHASES = ("forward_seconds", "controller_seconds", "ce_seconds")   # per-row phase times (eval --profile)
+
+
 class ResultsError(ValueError):
     """An unusable results file (corrupt line, or rows from another configuration)."""
 
@@ -92,6 +95,7 @@ def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
     nfes = [r["nfe"] for r in rows if r.get("nfe") is not None]
     out["nfe_mean"] = sum(nfes) / len(nfes) if nfes else None
     out.update(throughput(rows))
+    out.update(phase_shares(rows))
     out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
     out["truncated_prompts"] = sum(bool(r.get("prompt_truncated")) for r in rows)
     return out
@@ -120,6 +124,27 @@ def throughput(rows: list[dict]) -> dict:
     tokens = sum(b["size"] * b["gen_length"] for b in used)
     return {"tps": tokens / seconds, "tps_nonpad": sum(b["nonpad"] for b in used) / seconds,
             "gen_seconds": round(seconds, 6), "batches": len(batches), "batches_timed": len(used)}
+
+
+def phase_shares(rows: list[dict]) -> dict:
+    """``forward_ms`` (one forward) and the controller's and CE's time as a percentage of the forwards'
+    (paper Section 5.4), over the batches :func:`throughput` times; {} unless every row has phase times.
+
+    A batch's forwards are its rows' largest NFE (its rows share the batch's forwards).
+    """
+    if not rows or any(r.get(k) is None for r in rows for k in PHASES):
+        return {}
+    used = [r for r in rows if not r.get("warmup")] or rows
+    forwards: dict[str, int] = {}
+    for r in used:
+        forwards[r.get("batch", "")] = max(forwards.get(r.get("batch", ""), 0), r.get("nfe") or 0)
+    total = {k: sum(r[k] for r in used) for k in PHASES}
+    steps = sum(forwards.values())
+    if total["forward_seconds"] <= 0 or steps <= 0:
+        return {}
+    return {"forward_ms": 1000 * total["forward_seconds"] / steps,
+            "controller_pct_of_forward": 100 * total["controller_seconds"] / total["forward_seconds"],
+            "ce_pct_of_forward": 100 * total["ce_seconds"] / total["forward_seconds"]}
 
 
 def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -1,0 +1,86 @@
+"""scripts/controller_table.py: its rows are RunConfigs run through the one harness, summarised from the rows."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from tspd.decoding.controllers import make_controller
+from tspd.eval.experiments import REPO_ROOT, RunConfig, RunResult
+from tspd.validate import UsageError
+
+
+@pytest.fixture(scope="module")
+def ct():
+    spec = importlib.util.spec_from_file_location("controller_table", REPO_ROOT / "scripts" / "controller_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_configs_are_each_methods_default_setting(ct):
+    configs = ct.table_configs(ct.parse_args(["--n", "3", "--controllers", "fast-dllm,credit,tspd", "--ce", "on",
+                                              "--caches", "dual"]))
+    assert list(configs)[0] == ct.BASELINE                 # the speedups' reference is always measured
+    assert set(configs) == {ct.BASELINE, ("fast-dllm", True, "dual"), ("credit", True, "dual"), ("tspd", True, "dual")}
+    fast = configs[("fast-dllm", True, "dual")]
+    assert (fast.policy, fast.ce, fast.cache, fast.limit, fast.batch_size) == ("fast-dllm", True, "dual", 3, 1)
+    assert fast.policy_kwargs == {} and configs[("tspd", True, "dual")].policy_kwargs == {}   # shipped weights
+    for policy in ("fast-dllm", "credit"):     # "threshold 0.9" is the controllers' own default
+        assert make_controller(policy).threshold == 0.9
+    base = configs[ct.BASELINE]
+    assert base == RunConfig(limit=3) and base.key == RunConfig().key
+
+
+def test_bad_lists_are_one_line_errors(ct):
+    for argv in (["--controllers", "vanilla,egp"], ["--caches", "full"], ["--ce", "yes"], ["--controllers", ","]):
+        with pytest.raises(UsageError, match="choose from"):
+            ct.table_configs(ct.parse_args(argv))
+
+
+def result(config: RunConfig, outputs: list[str], timed: bool = True, tps: float | None = 100.0) -> RunResult:
+    """A stored run of ``outputs`` (its answer is the last character), phase-timed or not."""
+    rows = [{"id": f"p{i}", "output": o, "extracted": o[-1:], "correct": o.endswith("7"), "nfe": 8, "seconds": 0.5,
+             "batch": f"s:{i}", "warmup": i == 0} for i, o in enumerate(outputs)]
+    for r in rows if timed else []:
+        r.update(forward_seconds=0.4, controller_seconds=0.02, ce_seconds=0.01)
+    return RunResult(config, rows, {"tps": tps}, None, "cpu")
+
+
+def test_summary_from_the_rows(ct):
+    base = RunConfig(limit=2)
+    results = {ct.BASELINE: result(base, ["a 7", "b 5"], tps=50.0),
+               ("fast-dllm", False, "none"): result(base.replace(policy="fast-dllm"), ["a 7", "b 6"], timed=False),
+               ("fast-dllm", False, "dual"): result(base.replace(policy="fast-dllm", cache="dual"), ["a 7", "c 6"])}
+    table = ct.summarise(results, 2, {"n": 2})
+    van, fast, dual = table["rows"]
+    assert table["n"] == 2 and van["key"] == base.key and van["complete"] and van["speedup_tps"] == 1.0
+    assert van["accuracy"] == 0.5 and van["accuracy_95"] == pytest.approx((0.0945, 0.9055), abs=1e-4)
+    assert van["controller_pct_of_forward"] == pytest.approx(5.0) and van["ce_pct_of_forward"] == pytest.approx(2.5)
+    assert van["forward_ms"] == pytest.approx(50.0)                  # the warm-up problem is left out
+    assert fast["controller_pct_of_forward"] is None and fast["speedup_tps"] == 2.0   # rows without phase times
+    assert (fast["same_text_as_vanilla"], fast["same_answer_as_vanilla"]) == (0.5, 0.5)
+    assert "same_text_as_no_cache" not in fast
+    assert (dual["same_text_as_no_cache"], dual["same_answer_as_no_cache"]) == (0.5, 1.0)
+    assert dual["char_agreement_with_no_cache"] == pytest.approx((1 + 2 / 3) / 2)
+    text = ct.markdown(table)
+    assert text.count("\n") == 4
+    assert "| fast-dllm | off | none | 50.0 [9.5, 90.5] | 8.0 | 100.0 | 2.00 | – | – |" in text
+    assert "fast-dllm" in ct.console(table)
+
+
+def test_tiny_run_writes_its_runs_beside_out_and_resumes(ct, tmp_path, capsys):
+    out = tmp_path / "t" / "table.json"
+    argv = ["--n", "1", "--controllers", "vanilla", "--ce", "off", "--caches", "none,prefix", "--out", str(out)]
+    assert ct.main(argv) == 0
+    table = json.loads(out.read_text())
+    runs = tmp_path / "t" / "controller_table"
+    assert [(r["cache"], r["n"]) for r in table["rows"]] == [("none", 1), ("prefix", 1)]
+    for r in table["rows"]:
+        assert (runs / f"{r['key']}.jsonl").exists() and (runs / f"{r['key']}.json").exists()
+        assert r["controller_pct_of_forward"] > 0 and r["ce_pct_of_forward"] == 0.0 and r["tps"] > 0
+    assert table["rows"][1]["same_text_as_no_cache"] in (0.0, 1.0) and table["command"].endswith(str(out))
+    assert "computed" in capsys.readouterr().out
+    assert ct.main(argv) == 0 and "computed" not in capsys.readouterr().out   # read back, nothing decoded
+    assert json.loads(out.read_text())["rows"] == table["rows"]

@@ -1,0 +1,17 @@
+"""Does the paper hold here? Each claim of the paper, its 95 % interval and its verdict.
+
+- :mod:`~tspd.book.claims.stats`: bootstrap intervals, verdicts, :class:`Finding` and :class:`Claim`
+- :mod:`~tspd.book.claims.runs`: claims about decoding runs (Tables 1, 4-13)
+- :mod:`~tspd.book.claims.traces`: claims about decoding traces (Figures 1-4) and their measurements
+- :mod:`~tspd.book.claims.store`: each notebook's verdicts kept in ``results/claims/``; the page's rows
+"""
+from tspd.book.claims import runs, traces  # noqa: F401
+from tspd.book.claims.stats import (FAILS, HOLDS, MIN_N, OPEN, Claim, Finding, accuracy_gap,  # noqa: F401
+                                    band_verdict, cluster_bootstrap, compare, mean_ratio, paired_bootstrap,
+                                    verdict, wilson)
+from tspd.book.claims import store  # noqa: F401
+from tspd.book.claims.store import NOTEBOOKS, load, load_all, page_rows, report, tally  # noqa: F401
+
+__all__ = ["FAILS", "HOLDS", "MIN_N", "OPEN", "Claim", "Finding", "accuracy_gap", "band_verdict",
+           "cluster_bootstrap", "compare", "mean_ratio", "paired_bootstrap", "verdict", "wilson", "runs", "traces",
+           "store", "NOTEBOOKS", "load", "load_all", "page_rows", "report", "tally"]
