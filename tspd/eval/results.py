@@ -25,7 +25,14 @@ class ResultsError(ValueError):
 
 
 def config_id(config: dict) -> str:
-    """A short stable hash of a configuration (stored in every row)."""
+    """A short stable hash of what a row's content depends on (stored in every row, checked on resume).
+
+    Not the run registry's key (:attr:`tspd.eval.experiments.RunConfig.key`, which names a results
+    file): the key also covers the device and batch size, because they change the timing a run
+    reports, while this id leaves them out, because they do not change what a sample decodes to; so
+    ``python -m tspd eval`` may resume a file on another machine or batch size, and the registry still
+    keeps such runs in separate files.
+    """
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
