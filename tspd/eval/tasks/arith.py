@@ -2,12 +2,12 @@
 
 Short templated word problems (shopping, leftovers, sharing, rates, ages, saving, travel, gardens) with
 3-4 arithmetic steps whose intermediate results are reused by later steps. The worked solution is
-written as GSM8K writes its steps with the prose stripped: one line per step ``a op b = c``, then the
-final line ``#### N``::
+written as GSM8K writes its steps with the prose stripped: one line per step ``a op b = c``, every number
+in two digits, then the final line ``#### N``::
 
     Ann buys 4 pens at $7 and 3 cups at $5. She pays $60. Change?
-    4*7 = 28
-    3*5 = 15
+    04*07 = 28
+    03*05 = 15
     28+15 = 43
     60-43 = 17
     #### 17
@@ -69,8 +69,14 @@ def _digit(rng: random.Random) -> int:
 
 
 def _eq(a: int, op: str, b: int) -> tuple[str, int]:
+    """One solution line, every number written with two digits (``04*07 = 28``).
+
+    Fixed width puts each digit of a result at the same offset from the digits it depends on in every
+    line, which a small RoPE model learns sooner than variable-width arithmetic (try 3 against try 2 in
+    ``results/training/tiny-arith-fw/``).
+    """
     c = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
-    return f"{a}{op}{b} = {c}", c
+    return f"{a:02d}{op}{b:02d} = {c:02d}", c
 
 
 # --------------------------------------------------------------------------------------------
