@@ -6,7 +6,7 @@
 #   bash scripts/ship_model.sh RUN_DIR [THREADS]   all stages
 #   STAGES="tables" bash scripts/ship_model.sh RUN_DIR   only some (copy controllers notebooks tables)
 #
-#   copy         RUN_DIR's checkpoint, tokenizer and TRAINING.md -> tspd/zoo/tiny-arith/ (the resumable
+#   copy         RUN_DIR's checkpoint, tokenizer, TRAINING.md, curves and sweep -> tspd/zoo/tiny-arith/ (the resumable
 #                state and logs -> results/training/<RUN_DIR's name>/)
 #   controllers  stage 1 + 2 of the controllers on the new model (scripts/train_controllers.sh 200)
 #   notebooks    set aside results/runs and results/variants, re-execute every notebook
@@ -33,6 +33,9 @@ for stage in $stages; do
         [ -f "$run/$f" ] || { echo "error: $run/$f is missing (is $run a finished train-lm run?)" >&2; exit 2; }
       done
       cp "$run"/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json,TRAINING.md} "$zoo/"
+      # evals.json: the record's final sweep, which tests/test_shipped_model.py checks TRAINING.md against
+      [ -f "$run/evals.json" ] && cp "$run/evals.json" "$zoo/"
+      cp "$run"/*.csv "$zoo/"   # the loss and learning curves the training notebook plots
       record=results/training/$(basename "$run")
       mkdir -p "$record"
       cp "$run"/*.csv "$run"/TRAINING.md "$record/"

@@ -62,3 +62,14 @@ def test_cache_agreement_rows_are_reproduced():
             if new["parting"]:
                 for k, v in old["parting"].items():
                     assert new["parting"][k] == pytest.approx(v, abs=1e-4), k
+
+
+@pytest.mark.parametrize("name, stored", [("controller_table", "embedded_controllers"),
+                                          ("cache_agreement", "cache_agreement")])
+def test_readme_quotes_the_stored_table(name, stored):
+    """The README's table is the script's ``--markdown`` of the committed JSON, not an older pasting."""
+    path = RESULTS / f"{stored}.json"
+    if not path.exists():
+        pytest.skip(f"{path} not computed yet (scripts/{name}.py)")
+    table = script(name).markdown(json.loads(path.read_text())).strip()
+    assert table in (REPO_ROOT / "README.md").read_text(), f"paste `scripts/{name}.py --markdown` into the README"
