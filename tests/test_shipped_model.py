@@ -1,6 +1,7 @@
 """The shipped embedded checkpoint: trained on the current task, competent, and used as a user would."""
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -75,7 +76,6 @@ def test_shipped_controllers_belong_to_the_shipped_weights(name):
 
 def test_shipped_learning_curve_is_the_records():
     """The curve the training notebook plots (the zoo's eval_log.csv) is the one TRAINING.md tabulates."""
-    import csv
     record = (ZOO / "TRAINING.md").read_text()
     rows = list(csv.DictReader((ZOO / "eval_log.csv").open()))
     assert rows, "eval_log.csv is empty"
