@@ -1,5 +1,6 @@
-"""The package layout keeps its promises (book/architecture.md): layers import downwards only, and each
-shared helper has one home."""
+"""The package layout keeps its promises (book/architecture.md): every module of ``tspd`` has a layer,
+imports only from its own layer or those below, no two modules import each other (directly or round
+a circle), and each shared helper has one home."""
 from __future__ import annotations
 
 import ast
@@ -9,34 +10,112 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tspd"
-LAYERS = ["models", "decoding", "eval", "training", "book"]   # each may import those before it
+# Bottom to top; a module may import from its own layer and those before it. A layer is a list of
+# module names, each standing for itself and everything below it ("tspd" alone: the package's
+# __init__, the public API, which re-exports from below and is imported by nothing inside).
+LAYERS = [
+    ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options"]),
+    ("models", ["tspd.models"]),
+    ("decoding", ["tspd.decoding"]),
+    ("eval", ["tspd.eval"]),
+    ("training", ["tspd.training"]),
+    ("book", ["tspd.book"]),
+    ("commands", ["tspd.bench", "tspd.generate_cli", "tspd.grade_cli", "tspd.lmeval"]),
+    ("entry", ["tspd.cli", "tspd.__main__", "tspd"]),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def imports(path: Path) -> list[str]:
-    """Absolute ``tspd.*`` modules a file imports, at module level or inside functions."""
+    """The ``tspd`` modules a file imports, at module level or inside functions: ``from A import b``
+    counts as an import of module ``A.b`` where that is a module, else of ``A``."""
     out = []
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("tspd"):
-            out.append(node.module)
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:   # relative: resolved against this file's package
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if base.split(".")[0] != "tspd":
+                continue
+            for alias in node.names:
+                out.append(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
         elif isinstance(node, ast.Import):
-            out += [a.name for a in node.names if a.name.startswith("tspd")]
+            out += [a.name for a in node.names if a.name.split(".")[0] == "tspd"]
     return out
 
 
 def layer_of(module: str) -> int | None:
-    parts = module.split(".")
-    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+    """Index in :data:`LAYERS` of the longest matching name, None if no layer names the module."""
+    best, rank = -1, None
+    for i, (_, names) in enumerate(LAYERS):
+        for name in names:
+            if (module == name or (module.startswith(name + ".") and name != "tspd")) and len(name) > best:
+                best, rank = len(name), i
+    return rank
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_no_package_imports_one_above_it(layer):
-    upward = []
-    for path in (PACKAGE / layer).rglob("*.py"):
-        for module in imports(path):
-            target = layer_of(module)
-            if target is not None and target > LAYERS.index(layer):
-                upward.append(f"{path.relative_to(PACKAGE)} imports {module}")
-    assert not upward, upward
+GRAPH = {m: sorted(set(imports(p)) - {m}) for m, p in MODULES.items()}
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if layer_of(m) is None] == []
+
+
+def test_no_module_imports_one_above_it():
+    upward = [f"{m} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})"
+              for m, targets in GRAPH.items() for t in targets
+              if layer_of(t) is not None and layer_of(m) is not None and layer_of(t) > layer_of(m)]
+    assert upward == []
+
+
+def strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: the components of ``graph`` with more than one module (each a circle)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles():
+    assert strongly_connected(GRAPH) == []
+
+
+def test_the_checks_see_a_circle_and_an_upward_import():
+    assert strongly_connected({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
+    assert layer_of("tspd.decoding.loop") < layer_of("tspd.eval.harness") < layer_of("tspd.generate_cli")
+    assert layer_of("tspd") == len(LAYERS) - 1 and layer_of("tspd.validate") == 0
 
 
 def test_shared_helpers_have_one_home():
@@ -46,7 +125,8 @@ def test_shared_helpers_have_one_home():
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.col_offset == 0:
                 defined[node.name] += 1
     for name in ("device_name", "git_revision", "render_prompt", "wilson", "summarize", "decode_lengths",
-                 "DecodeConfig", "RunConfig", "LMTrainConfig", "ControllerTrainConfig", "load_split", "canonical"):
+                 "DecodeConfig", "RunConfig", "LMTrainConfig", "ControllerTrainConfig", "load_split", "canonical",
+                 "controller_stem", "save_controller", "load_controller", "controller_weights"):
         assert defined[name] <= 1, f"{name} is defined {defined[name]} times in tspd/"
     twice = {n for n, k in defined.items() if k > 1 and not n.startswith("_")}
     verbs = {"main", "add_arguments", "run", "train", "evaluate", "fingerprint", "measure"}  # each module's own
@@ -62,3 +142,8 @@ def test_the_harness_takes_its_model_seam_as_a_parameter():
                      for t in n.targets)]
     assert not swaps
     assert "seam=" in source
+
+
+@pytest.mark.parametrize("name", ["tspd.decoding.controllers.weights", "tspd.models.loading"])
+def test_homes_named_in_the_architecture_page_exist(name):
+    assert name in MODULES

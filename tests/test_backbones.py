@@ -22,7 +22,8 @@ import torch
 import tspd
 from tspd.decoding.controllers import REGISTRY
 from tspd.decoding.loop import generate
-from tspd.models.hf_decoder import apply_partial_rope, checkpoint_model_type
+from tspd.models.hf_decoder import apply_partial_rope
+from tspd.models.loading import checkpoint_model_type
 from tspd.models.llada import apply_rope, rope_cos_sin
 
 transformers = pytest.importorskip("transformers")

@@ -9,7 +9,8 @@ from tspd.decoding.controllers.credit import CreditDecoding
 from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.controllers.learn2pd import Learn2PD, Learn2PDNet, eot_position
 from tspd.decoding.controllers.prophet import Prophet
-from tspd.decoding.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_without, save_controller
+from tspd.decoding.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_without
+from tspd.decoding.controllers.weights import save_controller
 from tspd.decoding.loop import generate
 
 from conftest import EOS, MASK, Spy, prompts, random_model, seeded_net

@@ -103,7 +103,7 @@ def test_training_is_deterministic_and_learns(traces):
 
 
 def test_learned_controllers_accept_an_explicit_weights_path(model, traces, tmp_path):
-    from tspd.decoding.controllers.tspd import save_controller
+    from tspd.decoding.controllers.weights import save_controller
     for kind, ctrl in (("tspd", TSPD), ("learn2pd", Learn2PD)):
         net, saved, _ = train(traces, ControllerTrainConfig(kind=kind, epochs=1), progress=False)
         save_controller(net, saved, tmp_path / f"my-{kind}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from tspd.decoding.config import DecodeConfig
+from tspd.decoding.controllers.weights import check_controller_files, controller_weights
 from tspd.models.loading import load_model
 from tspd.eval.tasks import render_prompt
 from tspd.validate import CACHE_MODES
@@ -48,7 +49,7 @@ def check(args) -> DecodeConfig:
     """Every argument checked before the weights load (they take minutes for an 8B model); the decoding
     asked for, with the checkpoint's window where none is given."""
     from tspd.models.loading import read_config, resolve_path
-    from tspd.validate import UsageError, check_controller_files, check_device, check_dtype
+    from tspd.validate import UsageError, check_device, check_dtype
     if not args.prompt.strip():
         raise UsageError("empty prompt: pass the question text with --prompt")
     check_device(args.device)
@@ -61,22 +62,6 @@ def check(args) -> DecodeConfig:
                              fast=args.fast).resolved(args.model)
     check_controller_files(args.model, args.policy, decode.policy_kwargs)
     return decode
-
-
-def controller_weights(controller: str, policy: str) -> str:
-    """``--controller``: a trained controller directory or stem, or an embedded model's (with a warning)."""
-    from pathlib import Path
-
-    from tspd.models.loading import ZOO
-    from tspd.validate import UsageError
-    if policy not in ("tspd", "learn2pd"):
-        raise UsageError(f"--controller is for the learned policies tspd and learn2pd, not {policy!r}")
-    if (ZOO / controller).is_dir():
-        import warnings
-        warnings.warn(f"using the {policy} controller trained on the embedded model {controller!r}, not on this "
-                      "model: its gate reads another model's confidence dynamics")
-        return str(ZOO / controller / "controllers")
-    return str(Path(controller).expanduser())
 
 
 def main(args) -> int:

@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from tspd.validate import CACHE_MODES, UsageError, check_lengths, check_policy
+from tspd.decoding.controllers import check_policy
+from tspd.validate import CACHE_MODES, UsageError, check_lengths
 
 
 def canonical(obj: dict | None, what: str, strict: bool = True) -> dict:

@@ -100,7 +100,7 @@ def main(args: argparse.Namespace, seam: "Seam | None" = None) -> int:
     """``python -m tspd eval``; ``seam`` as in :func:`run`."""
     try:
         if args.controller:
-            from tspd.generate_cli import controller_weights
+            from tspd.decoding.controllers.weights import controller_weights
             args.policy_arg = [*args.policy_arg, f"weights={json.dumps(controller_weights(args.controller, args.policy))}"]
         fill_lengths(args)
         summary = run(args, seam)
@@ -135,7 +135,8 @@ def parse_policy_args(items: list[str]) -> dict:
 def check_args(args: argparse.Namespace) -> None:
     """Every option checked before any weights load or any row is written (tspd.validate)."""
     from tspd.models.loading import CheckpointError, read_config, resolve_path
-    from tspd.validate import UsageError, check_controller_files, check_device, check_dtype
+    from tspd.decoding.controllers.weights import check_controller_files
+    from tspd.validate import UsageError, check_device, check_dtype
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.limit is not None and args.limit < 0:

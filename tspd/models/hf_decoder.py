@@ -18,8 +18,8 @@ position_ids, cache, offset, logits_from)`` behaves exactly like :class:`tspd.LL
 forward at offset 0 fills the cache for the whole canvas, a window forward writes its keys/values at
 ``offset`` and attends over the whole cache, and only rows from ``logits_from`` on get logits.
 
-:data:`BACKBONES` maps the ``model_type`` of a ``config.json`` to (config class, model class);
-``tspd.models.loading.ARCHITECTURES`` includes it.
+The backbones built on it register in ``tspd.models.loading.ARCHITECTURES`` (by the ``model_type`` of a
+``config.json``); this module knows none of them.
 """
 from __future__ import annotations
 
@@ -285,32 +285,4 @@ class DecoderLM(nn.Module):
         return F.linear(x, head)
 
 
-# ------------------------------------------------------------------------------------------------
-# Registry
-# ------------------------------------------------------------------------------------------------
-def checkpoint_model_type(raw: dict[str, Any]) -> str:
-    """The :data:`BACKBONES` / ``ARCHITECTURES`` key for a raw ``config.json``.
-
-    Released LLaDA-MoE checkpoints reportedly say ``"model_type": "llada"`` with ``"architectures":
-    ["LLaDAMoEModel"]`` (ZHZisZZ/dllm-trainer's README tells users to edit it to ``lladamoe``; unsloth's
-    diffusion profiles route on the architecture name; verify on the download), so the architecture
-    name decides where it names LLaDA-MoE. ``tspd.models.loading.read_config`` dispatches through it.
-    """
-    archs = raw.get("architectures") or []
-    if any(a.startswith("LLaDAMoE") for a in archs):
-        return "lladamoe"
-    return raw.get("model_type", "llada")
-
-
-def _backbones() -> dict[str, tuple[type, type]]:
-    from tspd.models.dream import DreamConfig, DreamModelLM
-    from tspd.models.llada_moe import LLaDAMoEConfig, LLaDAMoEModelLM
-    dream, moe = (DreamConfig, DreamModelLM), (LLaDAMoEConfig, LLaDAMoEModelLM)
-    # Dream's released config.json says "Dream"; "lladamoe" is the LLaDA-MoE remote code's own model_type.
-    return {"Dream": dream, "dream": dream, "lladamoe": moe, "llada_moe": moe}
-
-
-BACKBONES: dict[str, tuple[type, type]] = _backbones()
-
-__all__ = ["BACKBONES", "HFDecoderConfig", "DecoderLM", "DecoderLayer", "Attention", "SwiGLU",
-           "apply_partial_rope", "checkpoint_model_type"]
+__all__ = ["HFDecoderConfig", "DecoderLM", "DecoderLayer", "Attention", "SwiGLU", "apply_partial_rope"]

@@ -14,14 +14,34 @@ import torch
 from safetensors import safe_open
 
 from tspd.models.config import LLaDAConfig
+from tspd.models.dream import DreamConfig, DreamModelLM
 from tspd.models.llada import LLaDAModelLM
-from tspd.models.hf_decoder import BACKBONES, checkpoint_model_type
+from tspd.models.llada_moe import LLaDAMoEConfig, LLaDAMoEModelLM
 
 ZOO = Path(__file__).resolve().parent.parent / "zoo"   # tspd/zoo: the embedded checkpoints
 DEFAULT_MODEL = "tiny-arith"
 
-# config.json "model_type" -> (config class, model class). Other backbones register here.
-ARCHITECTURES: dict[str, tuple[type, type]] = {"llada": (LLaDAConfig, LLaDAModelLM), **BACKBONES}
+# config.json "model_type" -> (config class, model class): the one backbone registry. Dream's released
+# config.json says "Dream"; "lladamoe" is the LLaDA-MoE remote code's own model_type.
+ARCHITECTURES: dict[str, tuple[type, type]] = {
+    "llada": (LLaDAConfig, LLaDAModelLM),
+    "Dream": (DreamConfig, DreamModelLM), "dream": (DreamConfig, DreamModelLM),
+    "lladamoe": (LLaDAMoEConfig, LLaDAMoEModelLM), "llada_moe": (LLaDAMoEConfig, LLaDAMoEModelLM),
+}
+
+
+def checkpoint_model_type(raw: dict) -> str:
+    """The :data:`ARCHITECTURES` key for a raw ``config.json``.
+
+    Released LLaDA-MoE checkpoints reportedly say ``"model_type": "llada"`` with ``"architectures":
+    ["LLaDAMoEModel"]`` (ZHZisZZ/dllm-trainer's README tells users to edit it to ``lladamoe``; unsloth's
+    diffusion profiles route on the architecture name; verify on the download), so the architecture
+    name decides where it names LLaDA-MoE.
+    """
+    archs = raw.get("architectures") or []
+    if any(a.startswith("LLaDAMoE") for a in archs):
+        return "lladamoe"
+    return raw.get("model_type", "llada")
 
 
 class CheckpointError(ValueError):

@@ -38,10 +38,11 @@ import torch
 import torch.nn.functional as F
 
 from tspd.decoding.controllers.learn2pd import WIDTH, Learn2PDNet
-from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, features_without, save_controller, stack_features
+from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, features_without, stack_features
+from tspd.decoding.controllers.weights import LEARNED, save_controller
 from tspd.training.traces import CHANNELS, load_traces
 
-KINDS = ("tspd", "learn2pd")
+KINDS = LEARNED                 # the learned controllers (tspd.decoding.controllers.weights)
 CE_MODES = ("on", "off", "mixed")
 CONFIDENCE_FEATURES = ("conf", "ewma", "momentum")   # the channels that get Gaussian noise
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from tspd.decoding.controllers.tspd import save_controller
+from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
 from tspd.models.loading import decode_lengths
 from tspd.eval.tasks import render_prompt

@@ -1,9 +1,15 @@
-"""Decoding controllers, selected by name (``--policy NAME``)."""
+"""Decoding controllers, selected by name (``--policy NAME``), and the check of a policy's settings.
+
+Each controller is a short class against :class:`StepView` / :class:`Decision` (:mod:`.base`); the
+learned ones (TSPD, Learn2PD) keep their trained weights as :mod:`.weights` says.
+"""
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, top_k_mask
+from tspd.validate import UsageError
 
 # policy name -> "module:Class" (modules imported on demand)
 REGISTRY = {
@@ -17,16 +23,47 @@ REGISTRY = {
 }
 
 
+def controller_class(policy: str) -> type[Controller]:
+    if policy not in REGISTRY:
+        raise UsageError(f"unknown policy {policy!r}: choose one of {', '.join(sorted(REGISTRY))}")
+    module, cls = REGISTRY[policy].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def make_controller(policy: str | Controller, **kwargs) -> Controller:
     """A controller instance from its registry name (extra kwargs go to its constructor)."""
     if isinstance(policy, Controller):
         if kwargs:
             raise ValueError("policy kwargs given together with a ready Controller instance")
         return policy
-    if policy not in REGISTRY:
-        raise ValueError(f"unknown policy {policy!r}; choose one of {sorted(REGISTRY)}")
-    module, cls = REGISTRY[policy].split(":")
-    return getattr(importlib.import_module(module), cls)(**kwargs)
+    return controller_class(policy)(**kwargs)
 
 
-__all__ = ["Controller", "Decision", "StepView", "make_controller", "rank_in_row", "top_k_mask", "REGISTRY"]
+def check_policy(policy, policy_kwargs: dict | None = None, for_decoding: bool = True) -> None:
+    """A known policy given only arguments it takes; thresholds in (0, 1]."""
+    if isinstance(policy, Controller):
+        if policy_kwargs:
+            raise UsageError("policy arguments given together with a ready Controller instance: pass one of them")
+        return
+    cls = controller_class(policy)
+    kwargs = dict(policy_kwargs or {})
+    params = {} if cls.__init__ is object.__init__ else dict(inspect.signature(cls.__init__).parameters)
+    params.pop("self", None)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if for_decoding and "reference" in params and params["reference"].default is inspect.Parameter.empty \
+            and "reference" not in kwargs:
+        raise UsageError(f"policy {policy!r} is the trace-collection oracle (it needs each prompt's vanilla "
+                         f"answer): use `python -m tspd collect-traces --policy {policy}`")
+    unknown = [k for k in kwargs if k not in params and not takes_any]
+    if unknown:
+        takes = [p for p in params if params[p].kind is not params[p].VAR_POSITIONAL]
+        raise UsageError(f"policy {policy!r} takes no {', '.join(unknown)}"
+                         + (f" (it takes {', '.join(takes)})" if takes else "")
+                         + ("; for a confidence threshold use --policy fast-dllm" if "threshold" in unknown else ""))
+    t = kwargs.get("threshold")
+    if t is not None and not (isinstance(t, (int, float)) and 0 < t <= 1):
+        raise UsageError(f"threshold must be in (0, 1], got {t!r}")
+
+
+__all__ = ["Controller", "Decision", "StepView", "make_controller", "controller_class", "check_policy",
+           "rank_in_row", "top_k_mask", "REGISTRY"]

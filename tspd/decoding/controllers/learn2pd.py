@@ -13,7 +13,7 @@ End-of-Text Prediction (``eot=True``), after the step's commit:
     after the one with the highest confidence (first on ties) becomes EOS;
 the position itself stays as it is (it may still be decoded later). Expressed as ``Decision.eos_at``.
 
-Weights: ``<model dir>/controllers/learn2pd.safetensors`` + ``.json`` (see :mod:`tspd.decoding.controllers.tspd`),
+Weights: ``<model dir>/controllers/learn2pd.safetensors`` + ``.json`` (see :mod:`tspd.decoding.controllers.weights`),
 trained by ``python -m tspd train-controller --kind learn2pd``.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, top_k_mask
-from tspd.decoding.controllers.tspd import load_net
+from tspd.decoding.controllers.weights import load_net
 
 WIDTH = 32   # the filter's fixed input width: Learn2PD's block length
 

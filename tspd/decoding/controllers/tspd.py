@@ -18,12 +18,11 @@ PyTorch's 2-layer LSTM has 1.1K / 2.2K / 3.7K / 4.1K / 8.5K parameters at these 
 ``features`` subset (Table 7).
 
 Weights live beside the model: ``<model dir>/controllers/<name>.safetensors`` with a ``<name>.json``
-of the architecture, written by ``python -m tspd train-controller``. :func:`save_controller` and
-:func:`load_controller` handle that layout for every learned controller (Learn2PD too).
+of the architecture, written by ``python -m tspd train-controller``; :mod:`tspd.decoding.controllers.weights`
+finds, checks, saves and loads them for every learned controller (Learn2PD too).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import torch
 from torch import nn
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, top_k_mask
+from tspd.decoding.controllers.weights import load_net
 
 # Feature names in the order of Appendix A.3's r = [c, H, cbar, delta cbar, phi, u].
 FEATURES = ("conf", "entropy", "ewma", "momentum", "position", "u")
@@ -103,60 +103,6 @@ class TSPDNet(nn.Module):
         else:
             h = self.cell(x)
         return self.head(h)[..., 0], state
-
-
-# ------------------------------------------------------------------------------------------------
-# Weights beside the model
-# ------------------------------------------------------------------------------------------------
-def controller_path(model, name: str, weights: str | Path | None = None) -> Path:
-    """The weights stem (no suffix): ``weights`` if given, else ``<model dir>/controllers/<name>``."""
-    if weights is not None:
-        p = Path(weights)
-        if p.is_dir():
-            return p / name
-        return p.with_suffix("") if p.suffix in (".safetensors", ".json") else p
-    root = getattr(model, "name_or_path", None)
-    if not root or not Path(root).is_dir():
-        raise FileNotFoundError(
-            f"cannot locate {name} controller weights: the model has no directory (name_or_path={root!r}); "
-            f"pass weights=PATH")
-    return Path(root) / "controllers" / name
-
-
-def save_controller(net: nn.Module, config: dict, stem: str | Path) -> Path:
-    """Write ``<stem>.safetensors`` (weights) and ``<stem>.json`` (``config``: kind, architecture, ...)."""
-    from safetensors.torch import save_file
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    weights = stem.with_suffix(".safetensors")
-    save_file({k: v.detach().contiguous().cpu() for k, v in net.state_dict().items()}, str(weights))
-    weights.chmod(0o644)   # safetensors writes 0600; these files are shipped with the model
-    stem.with_suffix(".json").write_text(json.dumps(config, indent=2) + "\n")
-    return stem
-
-
-def load_controller(stem: str | Path, kind: str) -> tuple[dict, dict]:
-    """(state dict, config) of a controller saved by :func:`save_controller`; clear errors otherwise."""
-    from safetensors.torch import load_file
-    stem = Path(stem)
-    w, c = stem.with_suffix(".safetensors"), stem.with_suffix(".json")
-    if not w.exists() or not c.exists():
-        raise FileNotFoundError(
-            f"no {kind} controller weights at {w} (+ {c.name}); train them with "
-            f"`python -m tspd collect-traces ...` then `python -m tspd train-controller --kind {kind} "
-            f"--out {stem}`, or pass weights=PATH")
-    config = json.loads(c.read_text())
-    if config.get("kind") != kind:
-        raise ValueError(f"{c} holds a {config.get('kind')!r} controller, expected {kind!r}")
-    return load_file(str(w)), config
-
-
-def load_net(model, name: str, weights, kind: str, build) -> nn.Module:
-    """The saved network of a learned controller (``build(config)`` makes its shape), in eval mode."""
-    state, config = load_controller(controller_path(model, name, weights), kind)
-    net = build(config)
-    net.load_state_dict(state)
-    return net.eval()
 
 
 def build_tspd_net(config: dict) -> TSPDNet:
