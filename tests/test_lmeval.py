@@ -1,0 +1,276 @@
+"""lm-evaluation-harness adapter (tspd.eval.lmeval): ``--model tspd`` decodes exactly as the project
+harness does, records NFE / TPS / the decoding in lm-eval's output, scores likelihoods by LLaDA's
+Monte-Carlo estimate and refuses bad ``--model_args`` in one line. All on the embedded model, on the CPU."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+import torch
+
+lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is an extra: pip install 'tspd[lmeval]'")
+
+from lm_eval import evaluator  # noqa: E402
+from lm_eval.api.instance import Instance  # noqa: E402
+from lm_eval.tasks import TaskManager  # noqa: E402
+
+from tspd.cli import main as tspd_cli  # noqa: E402
+from tspd.eval.lmeval import TASKS_DIR, cli  # noqa: E402
+from tspd.eval.lmeval.adapter import Completion, TSPDLM  # noqa: E402
+from tspd.eval.lmeval.likelihood import greedy_suffix, mc_loglikelihood  # noqa: E402
+from tspd.eval.lmeval.settings import parse_model_args  # noqa: E402
+from tspd.eval.tasks import get_task  # noqa: E402
+from tspd.eval.tasks.arith import load_split  # noqa: E402
+from tspd.validate import UsageError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "data"   # a few GSM8K rows (train and test): never ../shared
+N = 12                                # arith test problems decoded by both harnesses
+
+CONFIGS = {   # name -> (--model_args, python -m tspd eval options, batch size)
+    "vanilla": ({"pretrained": "tiny-arith"}, [], 1),
+    "fast-dllm": ({"pretrained": "tiny-arith", "policy": "fast-dllm", "threshold": 0.9},
+                  ["--policy", "fast-dllm", "--threshold", "0.9"], 1),
+    "fast-dllm-batch4": ({"pretrained": "tiny-arith", "policy": "fast-dllm", "threshold": 0.9},
+                         ["--policy", "fast-dllm", "--threshold", "0.9"], 4),
+}
+
+
+def task_manager(**metadata) -> TaskManager:
+    return TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata or None)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Each config through lm-eval (``--model tspd``, task ``tspd_arith``) and through ``python -m tspd eval``."""
+    out = {}
+    for name, (model_args, options, batch) in CONFIGS.items():
+        results = evaluator.simple_evaluate(model="tspd", model_args=dict(model_args), tasks=["tspd_arith"],
+                                            limit=N, batch_size=batch, device="cpu", log_samples=True,
+                                            task_manager=task_manager(), bootstrap_iters=0)
+        path = tmp_path_factory.mktemp(name) / "harness.jsonl"
+        assert tspd_cli(["eval", "--task", "arith", "--limit", str(N), "--batch-size", str(batch),
+                         "--out", str(path), *options]) == 0
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        summary = json.loads(path.with_name("harness.summary.json").read_text())
+        out[name] = (results, rows, summary)
+    return out
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_adapter_answers_as_the_project_harness(runs, name):
+    """Same prompts, same texts, same grades, same NFE per problem, same accuracy and mean NFE."""
+    results, rows, summary = runs[name]
+    samples = sorted(results["samples"]["tspd_arith"], key=lambda s: s["doc_id"])
+    assert [s["doc"]["id"] for s in samples] == [r["id"] for r in rows] == [p["id"] for p in load_split("test", N)]
+    assert [s["arguments"][0][0] for s in samples] == [s["doc"]["question"] for s in samples]
+    assert [s["resps"][0][0] for s in samples] == [r["output"] for r in rows]
+    assert [s["nfe"] for s in samples] == [r["nfe"] for r in rows]
+    assert [bool(s["exact_match"]) for s in samples] == [r["correct"] for r in rows]
+    got = results["results"]["tspd_arith"]
+    assert got["exact_match,none"] == pytest.approx(summary["accuracy"])
+    assert got["nfe,none"] == pytest.approx(summary["nfe_mean"])
+    if name == "vanilla":
+        assert {s["nfe"] for s in samples} == {64}   # one token per step over the 64-token window
+    else:
+        assert got["nfe,none"] < 32
+
+
+def test_speed_and_decoding_are_recorded(runs):
+    """NFE and TPS per sample and in the table; the DecodeConfig and the run's totals in results["config"]."""
+    results, rows, _ = runs["fast-dllm-batch4"]
+    samples = results["samples"]["tspd_arith"]
+    assert all(s["tokens_per_second"]["batch_size"] == 4 and s["tokens_per_second"]["gen_length"] == 64
+               for s in samples)
+    assert results["results"]["tspd_arith"]["tokens_per_second,none"] > 0
+    info = results["config"]["tspd"]
+    assert info["decode_config"]["policy"] == "fast-dllm"
+    assert info["decode_config"]["policy_kwargs"] == {"threshold": 0.9}
+    assert (info["decode_config"]["gen_length"], info["decode_config"]["block_length"]) == (64, 32)
+    assert info["batch_size"] == 4
+    gen = info["generate_until"]
+    assert gen["requests"] == N and gen["batches"] == N // 4 and gen["batches_timed"] == N // 4 - 1  # warm-up out
+    assert gen["nfe_mean"] == pytest.approx(sum(r["nfe"] for r in rows) / N)
+    assert gen["tokens_per_second"] == pytest.approx(results["results"]["tspd_arith"]["tokens_per_second,none"])
+    json.dumps(results["config"])   # what lm-eval writes out is plain JSON
+
+
+def test_stock_lm_eval_runs_the_task_named_by_its_yaml(tmp_path):
+    """The issue's command through lm-eval's own console entry: naming the task by its YAML path loads its
+    utils.py, which registers ``--model tspd`` before lm-eval looks the model up (no --device: CPU)."""
+    yaml = TASKS_DIR / "tspd_arith" / "tspd_arith.yaml"
+    cmd = [sys.executable, "-m", "lm_eval", "--model", "tspd", "--model_args",
+           "pretrained=tiny-arith,policy=fast-dllm,threshold=0.9", "--tasks", str(yaml), "--limit", "3",
+           "--output_path", str(tmp_path), "--log_samples"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    results = json.loads(next(tmp_path.rglob("results_*.json")).read_text())
+    assert results["config"]["tspd"]["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
+    assert set(results["results"]["tspd_arith"]) >= {"exact_match,none", "nfe,none", "tokens_per_second,none"}
+    samples = [json.loads(line) for line in next(tmp_path.rglob("samples_tspd_arith_*.jsonl")).read_text().splitlines()]
+    assert len(samples) == 3 and all(s["nfe"] >= 1 for s in samples)
+
+
+def test_responses_keep_their_record_through_the_cache():
+    c = Completion("04*07 = 28", {"nfe": 7})
+    back = pickle.loads(pickle.dumps(c))
+    assert back == "04*07 = 28" and back.tspd == {"nfe": 7} and json.dumps(c) == '"04*07 = 28"'
+
+
+# --------------------------------------------------------------------------------------------
+# loglikelihood: LLaDA's Monte-Carlo estimate
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lm():
+    return TSPDLM(pretrained="tiny-arith", mc_num=32, mc_batch=32, check_greedy=False, device="cpu")
+
+
+def test_likelihood_ranks_the_right_solution_first(lm):
+    """Each problem's own worked solution scores above another problem's solution (the model reads the
+    question) and above its own characters reversed (the format), on every item."""
+    problems = load_split("test", 4)
+    requests = []
+    for i, p in enumerate(problems):
+        other = problems[(i + 1) % len(problems)]["answer"]
+        for cont in (p["answer"], other, p["answer"][::-1]):
+            requests.append(Instance("loglikelihood", p, (p["question"], cont), len(requests)))
+    scores = [ll for ll, _ in lm.loglikelihood(requests, disable_tqdm=True)]
+    assert all(math.isfinite(s) and s < 0 for s in scores)
+    for i in range(len(problems)):
+        right, other, reversed_ = scores[3 * i:3 * i + 3]
+        assert right > other and right > reversed_, (i, scores[3 * i:3 * i + 3])
+    again = lm.loglikelihood(requests[:1], disable_tqdm=True)[0][0]
+    assert again == scores[0]   # a fixed seed per request: the same estimate whatever else is scored
+
+
+def test_estimate_weights_each_sample_by_length_over_masked(lm):
+    """L = 1: exact, log p(t | c). L = 2: the expectation over l in {1, 2} with weights L / l is
+    (log p(a | c, b) + log p(b | c, a)) / 2 + (log p(a | c, MM) + log p(b | c, MM)) / 2."""
+    model = lm.model
+    mask = model.special.mask
+    c = model.tokenizer(load_split("test", 1)[0]["question"], add_special_tokens=False)["input_ids"]
+    a, b = model.tokenizer("04", add_special_tokens=False)["input_ids"]
+
+    def logp(seq, pos, tok):
+        with torch.no_grad():
+            return torch.log_softmax(model(torch.tensor([seq]))[0, pos].float(), -1)[tok].item()
+
+    P = len(c)
+    est, forwards = mc_loglikelihood(model, c, [a], mc_num=4, batch=4, seed=3)
+    assert forwards == 1 and est == pytest.approx(logp(c + [mask], P, a), abs=1e-4)
+    exact = (logp(c + [mask, b], P, a) + logp(c + [a, mask], P + 1, b)) / 2 \
+        + (logp(c + [mask, mask], P, a) + logp(c + [mask, mask], P + 1, b)) / 2
+    est, forwards = mc_loglikelihood(model, c, [a, b], mc_num=512, batch=32, seed=0)
+    assert forwards == 16 and est == pytest.approx(exact, abs=0.05 * abs(exact) + 0.05)
+
+
+def test_greedy_check_is_one_token_per_step_decoding(lm):
+    """is_greedy <=> vanilla decoding of one block over the continuation's positions gives it."""
+    import tspd
+    model = lm.model
+    for p in load_split("test", 4):
+        prefix = model.tokenizer(p["question"], add_special_tokens=False)["input_ids"]
+        out = tspd.generate(model, [prefix], gen_length=64, block_length=64)
+        decoded = out.token_ids[0].tolist()
+        assert greedy_suffix(model, prefix, decoded) == (True, 64)
+        wrong = decoded[:5] + [(decoded[5] + 1) % model.config.vocab_size] + decoded[6:]
+        assert greedy_suffix(model, prefix, wrong)[0] is False
+
+
+def test_loglikelihood_rolling_is_refused_in_one_line(lm):
+    with pytest.raises(UsageError) as e:
+        lm.loglikelihood_rolling([Instance("loglikelihood_rolling", {}, ("text",), 0)])
+    assert "\n" not in str(e.value) and "loglikelihood_rolling" in str(e.value)
+
+
+# --------------------------------------------------------------------------------------------
+# --model_args
+# --------------------------------------------------------------------------------------------
+def test_model_args_build_one_decode_config():
+    s = parse_model_args("pretrained=tiny-arith,policy=fast-dllm,threshold=0.9,ce=true,ce.tau=0.5,cache=dual,"
+                         "gen_length=64,block_length=16,steps=32", device="cuda:0", batch_size=2)
+    d = s.decode
+    assert (d.policy, d.policy_kwargs, d.ce, d.ce_kwargs, d.cache) == ("fast-dllm", {"threshold": 0.9}, True,
+                                                                      {"tau": 0.5}, "dual")
+    assert (d.gen_length, d.block_length, d.steps, s.batch_size) == (64, 16, 32, 2)
+    assert s.device == ("cuda:0" if torch.cuda.is_available() else "cpu")   # lm-eval's default device
+    assert s.eos_fill is True and s.chat == "off"
+    own = parse_model_args({"pretrained": "tiny-arith", "policy": "tspd", "eos_fill": False})
+    assert (own.decode.gen_length, own.decode.block_length, own.decode.steps) == (64, 32, 64)
+    assert own.decode.policy_kwargs == {} and own.eos_fill is False
+    prophet = parse_model_args('{"policy": "prophet", "policy_kwargs": {"thresholds": [6.0, 4.0, 2.0]}}')
+    assert prophet.decode.policy_kwargs == {"thresholds": [6.0, 4.0, 2.0]}
+
+
+@pytest.mark.parametrize("model_args, words", [
+    ("pretrained=tiny-arith,policy=nope", "unknown policy 'nope'"),
+    ("pretrained=tiny-arith,threshhold=0.9", "unknown --model_args threshhold"),
+    ("pretrained=tiny-arith,threshold=0.9", "fast-dllm"),                       # vanilla takes no threshold
+    ("pretrained=tiny-arith,policy=fast-dllm,threshold=1.5", "threshold must be in (0, 1]"),
+    ("pretrained=tiny-arith,gen_length=50", "not a multiple of block_length"),
+    ("pretrained=/no/such/checkpoint", "no model directory"),
+    ("pretrained=tiny-arith,cache=full", "cache must be one of"),
+    ("pretrained=tiny-arith,chat=on", "no chat template"),
+    ("pretrained=tiny-arith,mc_num=100,mc_batch=32", "multiple of mc_batch"),
+    ("pretrained=tiny-arith,ce=false,ce.tau=0.5", "ce=false"),
+    ("pretrained=tiny-arith,ce.tau=2", "tau must lie in"),
+    ("pretrained=tiny-arith,device=cuda:7", "cuda"),
+])
+def test_bad_model_args_are_one_line(capsys, model_args, words):
+    if "cuda" in words and torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    rc = cli.main(["--model", "tspd", "--model_args", model_args, "--tasks", "tspd_arith", "--limit", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
+
+
+def test_bad_batch_size_is_one_line(capsys):
+    assert cli.main(["--model", "tspd", "--tasks", "tspd_arith", "--batch_size", "auto"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "give a number" in err[0]
+
+
+def test_chat_prompts_are_one_user_turn(lm, monkeypatch):
+    monkeypatch.setattr(lm.tokenizer, "chat_template", "{% for m in messages %}<u>{{ m['content'] }}</u>{% endfor %}"
+                        "{% if add_generation_prompt %}<a>{% endif %}", raising=False)
+    monkeypatch.setattr(lm, "chat", True)
+    monkeypatch.setattr(lm, "_templated", False)
+    assert lm._prompt("Question: 2+2?") == "<u>Question: 2+2?</u><a>"
+    assert lm.apply_chat_template([{"role": "user", "content": "x"}]) == "<u>x</u><a>"
+    assert lm._prompt("<u>x</u><a>") == "<u>x</u><a>"   # lm-eval rendered it already: not twice
+
+
+# --------------------------------------------------------------------------------------------
+# The shipped tasks
+# --------------------------------------------------------------------------------------------
+def test_gsm8k_task_prompts_and_grades_as_the_harness():
+    task = task_manager(data_dir=str(FIXTURES)).load(["tspd_gsm8k"])["tasks"]["tspd_gsm8k"]
+    task.build_all_requests(limit=3, rank=0, world_size=1)
+    ours = get_task("gsm8k", data_dir=FIXTURES)
+    samples = ours.samples(3)
+    contexts = [i.args[0] for i in sorted(task.instances, key=lambda i: i.doc_id)]
+    assert contexts == [ours.prompt_text(s) for s in samples]
+    assert task.instances[0].args[1]["until"] == ours.stop_strings()
+    doc = task.test_docs()[0]
+    ref = task.process_results(doc, [Completion(" So " + doc["answer"], {"nfe": 5})])
+    assert ref["exact_match"] == ref["exact_match_strict"] == 1.0 and ref["nfe"] == 5.0
+    wrong = task.process_results(doc, ["#### 1234567"])
+    assert wrong["exact_match"] == 0.0 and math.isnan(wrong["nfe"])   # another model: no record
+
+
+def test_task_files_ship_with_the_package():
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["package-data"]["tspd"]
+    files = [p.relative_to(ROOT / "tspd").as_posix() for p in TASKS_DIR.rglob("*") if p.suffix in (".yaml", ".py")]
+    assert len(files) >= 4 and all(any(fnmatch(f, pat) for pat in patterns) for f in files), files
+    assert "lm-eval" in " ".join(data["project"]["optional-dependencies"]["lmeval"])
+    assert "lmeval" in data["project"]["optional-dependencies"]["all"][0]

@@ -1,0 +1,19 @@
+"""lm-evaluation-harness support: the ``tspd`` model adapter and offline task YAMLs.
+
+- :mod:`tspd.eval.lmeval.settings`: ``--model_args`` -> one checked :class:`~tspd.eval.lmeval.settings.ModelArgs`
+  (checkpoint, device, the whole :class:`~tspd.decoding.config.DecodeConfig`, chat, likelihood options);
+  no lm-eval import, no weights.
+- :mod:`tspd.eval.lmeval.adapter`: ``@register_model("tspd")`` (needs ``pip install 'tspd[lmeval]'``):
+  ``generate_until`` through :func:`tspd.generate`, ``loglikelihood`` by LLaDA's Monte-Carlo estimate
+  (:mod:`tspd.eval.lmeval.likelihood`), NFE / TPS / the decoding in lm-eval's samples and results.
+- :mod:`tspd.eval.lmeval.cli`: ``python -m tspd.lmeval ...``, lm-eval's own command line with the adapter
+  registered and :data:`TASKS_DIR` on the task path (lm-eval 0.4 finds models only in code it has imported).
+- ``tasks/``: ``tspd_arith`` (the embedded model's task, generated locally) and ``tspd_gsm8k`` (local JSONL).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"   # lm-eval --include_path for tspd_arith, tspd_gsm8k
+
+__all__ = ["TASKS_DIR"]

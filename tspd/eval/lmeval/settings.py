@@ -1,0 +1,272 @@
+"""``--model_args`` of ``lm_eval --model tspd`` -> one checked :class:`ModelArgs` (no lm-eval, no weights).
+
+lm-eval hands the adapter ``key=value`` pairs (values already typed: ``0.9``, ``64``, ``true``) or a
+JSON object, plus its own ``--device`` and ``--batch_size``. Keys:
+
+=====================  =============================================================================
+``pretrained``         checkpoint directory or embedded model name (default ``tiny-arith``)
+``device``, ``dtype``  torch device (default: lm-eval's ``--device``; its default ``cuda:0`` falls back to
+                       the CPU where torch sees no GPU, as lm-eval's ``hf`` model does); auto/float32/bfloat16/float16
+``policy``             controller (vanilla, fast-dllm, prophet, credit, learn2pd, egp, tspd, ...)
+``threshold``          the controller's confidence threshold (sugar for ``policy.threshold``)
+``policy.KEY``         any other controller argument, e.g. ``policy.weights=/path/controllers/tspd``
+``controller``         trained tspd / learn2pd controller (directory, stem, or an embedded model's name)
+``ce``, ``ce.KEY``     Confidence Extrapolation on/off and its settings
+``cache``              none | prefix | dual
+``gen_length``, ``block_length``, ``steps``   the window (default: the checkpoint's own, one token per step)
+``temperature``, ``seed``, ``confidence_dtype``, ``fast``   as :class:`~tspd.decoding.config.DecodeConfig`
+``chat``               off (default) | on | auto: the whole lm-eval prompt as one user turn of the
+                       checkpoint's chat template (auto: when it has one); lm-eval's
+                       ``--apply_chat_template`` renders turns itself instead
+``add_bos_token``      tokenize prompts with the tokenizer's special tokens (default false, as lm-eval's hf)
+``truncate_prompt``    keep the last tokens of a prompt too long for the model (default: refuse it)
+``mc_num``, ``mc_batch``, ``mc_seed``, ``check_greedy``   ``loglikelihood`` (LLaDA's Monte-Carlo estimate):
+                       samples (128), forward batch of them (32), seed (0), LLaDA's greedy check (true)
+``eos_fill``           auto (default) | true | false: score the continuation followed by EOS up to
+                       ``gen_length``, i.e. the window as generation fills it and as an SFT model trained
+                       on EOS-filled answers saw it; auto = true for checkpoints trained by ``train-lm``
+                       (their config.json names the window), false otherwise (LLaDA's estimate of a base model)
+=====================  =============================================================================
+
+Every bad value is one :class:`~tspd.validate.UsageError` line, raised before any weights load.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from dataclasses import dataclass
+
+from tspd.decoding.config import DecodeConfig
+from tspd.validate import UsageError
+
+DECODE_KEYS = ("policy", "threshold", "controller", "ce", "cache", "gen_length", "block_length", "steps",
+               "temperature", "seed", "confidence_dtype", "fast", "policy_kwargs", "ce_kwargs")
+OTHER_KEYS = ("pretrained", "device", "dtype", "chat", "add_bos_token", "truncate_prompt", "batch_size",
+              "mc_num", "mc_batch", "mc_seed", "check_greedy", "eos_fill")
+IGNORED_KEYS = ("trust_remote_code", "max_batch_size")   # lm-eval passes these to every model
+CHAT_MODES = ("off", "on", "auto")
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    """What ``--model_args`` ask for, checked: where the model is, how it decodes, how it scores."""
+    pretrained: str = "tiny-arith"
+    device: str = "cpu"
+    dtype: str = "auto"
+    decode: DecodeConfig = dataclasses.field(default_factory=DecodeConfig)
+    chat: str = "off"
+    add_bos_token: bool = False
+    truncate_prompt: bool = False
+    batch_size: int = 1
+    mc_num: int = 128
+    mc_batch: int = 32
+    mc_seed: int = 0
+    check_greedy: bool = True
+    eos_fill: bool = False
+
+
+def parse_model_args(args: dict | str | None, device: str | None = None, batch_size=None) -> ModelArgs:
+    """``--model_args`` (a dict, a ``k=v,k2=v2`` string or a JSON object) plus lm-eval's ``--device`` and
+    ``--batch_size`` -> :class:`ModelArgs`; a bad key or value is one UsageError line."""
+    args = model_args_dict(args)
+    policy_kwargs = dict(_mapping(args.pop("policy_kwargs", None), "policy_kwargs"))
+    ce_kwargs = dict(_mapping(args.pop("ce_kwargs", None), "ce_kwargs"))
+    for key in [k for k in args if "." in k]:
+        group, _, name = key.partition(".")
+        if group == "policy" and name:
+            policy_kwargs[name] = args.pop(key)
+        elif group == "ce" and name:
+            ce_kwargs[name] = args.pop(key)
+    unknown = sorted(k for k in args if k not in DECODE_KEYS + OTHER_KEYS + IGNORED_KEYS)
+    if unknown:
+        raise UsageError(f"unknown --model_args {', '.join(unknown)} for --model tspd: known keys are "
+                         f"{', '.join(sorted(set(DECODE_KEYS + OTHER_KEYS) - {'policy_kwargs', 'ce_kwargs'}))}, "
+                         f"plus policy.KEY and ce.KEY")
+    if args.get("batch_size") is not None and batch_size is not None and args["batch_size"] != batch_size:
+        raise UsageError("batch_size given twice (--model_args and --batch_size): give it once, with --batch_size")
+    batch = _int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
+
+    from tspd.models.loading import CheckpointError, read_config, resolve_path
+    from tspd.decoding.controllers.weights import check_controller_files, controller_weights
+    from tspd.validate import check_dtype
+    pretrained = str(args.get("pretrained") or "tiny-arith")
+    path = resolve_path(pretrained)                    # one line: no such directory / embedded model
+    try:
+        config, _ = read_config(path)
+    except CheckpointError as e:
+        raise UsageError(str(e)) from None
+    dtype = str(args.get("dtype") or "auto").replace("torch.", "")
+    check_dtype(dtype)
+
+    policy = str(args.get("policy") or "vanilla")
+    if args.get("threshold") is not None:
+        policy_kwargs["threshold"] = _float("threshold", args["threshold"])
+    if args.get("controller"):
+        policy_kwargs["weights"] = controller_weights(str(args["controller"]), policy)
+    ce = _bool("ce", args.get("ce", bool(ce_kwargs)))
+    if ce_kwargs and not ce:
+        raise UsageError("ce.KEY settings given with ce=false: drop them or set ce=true")
+    temperature = _float("temperature", args.get("temperature", 0.0))
+    seed = args.get("seed")
+    try:
+        decode = DecodeConfig(
+            policy=policy, policy_kwargs=policy_kwargs, ce=ce, ce_kwargs=ce_kwargs,
+            cache=str(args.get("cache", "none")),
+            gen_length=_int("gen_length", args.get("gen_length"), low=1, optional=True),
+            block_length=_int("block_length", args.get("block_length"), low=1, optional=True),
+            steps=_int("steps", args.get("steps"), low=1, optional=True), temperature=temperature,
+            seed=_int("seed", seed, optional=True) if temperature > 0 else None,
+            confidence_dtype=str(args.get("confidence_dtype", "float32")), fast=_bool("fast", args.get("fast", False)))
+    except TypeError as e:   # a controller argument of the wrong kind surfaces here
+        raise UsageError(f"--model_args: {e}") from None
+    if ce:
+        from tspd.decoding.extrapolate import CEConfig
+        known = [f.name for f in dataclasses.fields(CEConfig)]
+        bad = sorted(set(ce_kwargs) - set(known))
+        if bad:
+            raise UsageError(f"CE takes no {', '.join(bad)} (it takes {', '.join(known)})")
+        try:
+            CEConfig(**ce_kwargs)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"ce settings: {e}") from None
+    decode = decode.resolved(path)                    # the checkpoint's window where not given; lengths checked
+    check_controller_files(pretrained, policy, decode.policy_kwargs)
+
+    chat = args.get("chat", "off")
+    chat = {True: "on", False: "off"}.get(chat, chat) if isinstance(chat, bool) else str(chat).lower()
+    if chat not in CHAT_MODES:
+        raise UsageError(f"chat must be one of {', '.join(CHAT_MODES)}, got {args.get('chat')!r}")
+    if chat == "on":
+        from tspd.models.loading import load_tokenizer
+        try:
+            template = getattr(load_tokenizer(path), "chat_template", None)
+        except CheckpointError:
+            template = None
+        if not template:
+            raise UsageError(f"chat=on, but {pretrained} has no chat template: use chat=off (or auto)")
+    eos_fill = args.get("eos_fill", "auto")
+    if str(eos_fill).lower() == "auto":
+        eos_fill = bool((getattr(config, "extra", None) or {}).get("tspd_task"))
+    eos_fill = _bool("eos_fill", eos_fill)
+    mc_num = _int("mc_num", args.get("mc_num", 128), low=1)
+    mc_batch = min(_int("mc_batch", args.get("mc_batch", 32), low=1), mc_num)
+    if mc_num % mc_batch:
+        raise UsageError(f"mc_num {mc_num} must be a multiple of mc_batch {mc_batch} (LLaDA draws the mask "
+                         f"ratios of one batch together): use e.g. mc_num {-(-mc_num // mc_batch) * mc_batch}")
+    return ModelArgs(pretrained=pretrained, device=_device(args.get("device"), device), dtype=dtype,
+                     decode=decode, chat=chat, add_bos_token=_bool("add_bos_token", args.get("add_bos_token", False)),
+                     truncate_prompt=_bool("truncate_prompt", args.get("truncate_prompt", False)),
+                     batch_size=batch, mc_num=mc_num, mc_batch=mc_batch,
+                     mc_seed=_int("mc_seed", args.get("mc_seed", 0)),
+                     check_greedy=_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill)
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------
+def model_args_dict(args) -> dict:
+    if args is None:
+        return {}
+    if isinstance(args, dict):
+        return dict(args)
+    text = str(args).strip()
+    if text.startswith("{"):
+        try:
+            return dict(json.loads(text))
+        except (json.JSONDecodeError, TypeError, ValueError) as e:
+            raise UsageError(f"--model_args is not a valid JSON object: {e}") from None
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--model_args expects key=value pairs, got {item!r}")
+        out[key.strip()] = _typed(value.strip())
+    return out
+
+
+def _typed(value: str):
+    """A ``k=v`` value as lm-eval types it: true/false, None, numbers, else the string."""
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _mapping(value, what: str) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be a JSON object (or use {what.split('_')[0]}.KEY=VALUE), got {value!r}")
+    return value
+
+
+def _bool(key: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", "none", ""):
+        return False
+    raise UsageError(f"--model_args {key}={value!r}: expected true or false")
+
+
+def _int(key: str, value, low: int | None = None, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, str) and value.strip().lower().startswith("auto"):
+        raise UsageError(f"{key} {value!r} is not supported by --model tspd: give a number")
+    try:
+        out = int(value)
+        if isinstance(value, float) and out != value:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError(f"--model_args {key}={value!r}: expected a whole number") from None
+    if low is not None and out < low:
+        raise UsageError(f"{key} must be >= {low}, got {out}")
+    return out
+
+
+def _float(key: str, value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"--model_args {key}={value!r}: expected a number") from None
+
+
+def _device(asked, lm_eval_device) -> str:
+    """``device`` of --model_args (checked strictly), else lm-eval's ``--device`` (CPU where CUDA is
+    absent, as lm-eval's hf model falls back); under torchrun / accelerate, cuda is this process's GPU."""
+    import torch
+
+    from tspd.eval.shard import Shard
+    from tspd.validate import check_device
+    if asked is not None:
+        device = str(check_device(str(asked)))
+    else:
+        device = str(lm_eval_device or "cpu")
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise UsageError(f"unknown --device {device!r}: use cpu or cuda") from None
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            if lm_eval_device not in (None, "cuda:0"):   # lm-eval's own default is cuda:0
+                warnings.warn(f"--device {device}: this torch sees no CUDA GPU, running on the CPU")
+            device = "cpu"
+    shard = Shard.from_env()
+    if shard.active and torch.device(device).type == "cuda":
+        device = f"cuda:{shard.local_rank}"
+    return device

@@ -1,0 +1,74 @@
+"""The shipped lm-eval tasks' data and metrics (the YAMLs in ``tasks/`` reach them via their ``utils.py``).
+
+Both tasks are offline and grade exactly as the project harness does (:mod:`tspd.eval.tasks`):
+
+- ``tspd_arith``: the 500 held-out problems of :mod:`tspd.eval.tasks.arith`, generated locally (no file to
+  go stale when the task changes); prompt = the question; exact match of the ``#### N`` number.
+- ``tspd_gsm8k``: GSM8K from local JSONL files (``<data_dir>/gsm8k/{test,train}.jsonl``; ``data_dir`` from
+  ``--metadata '{"data_dir": ...}'``, else ``$TSPD_DATA_DIR`` or the project's default), lm-eval's 5-shot
+  ``Question: ...\\nAnswer:`` format with the first 5 train problems; ``exact_match`` is the flexible
+  extract (the harness's ``accuracy``), ``exact_match_strict`` the strict ``#### N``.
+
+Beside the accuracy each sample reports the adapter's ``nfe`` (mean in the results table) and a
+``tokens_per_second`` record whose aggregate is the harness's TPS (:func:`tspd.eval.results.throughput`:
+sum of B * L_gen over batch wall time, the warm-up batch left out). Models other than ``tspd`` carry
+no record: NaN NFE, no TPS.
+"""
+from __future__ import annotations
+
+import math
+
+TPS_FIELDS = ("batch", "batch_size", "batch_seconds", "gen_length", "warmup", "gen_tokens")
+
+
+def _datasets(splits: dict[str, list[dict]]):
+    import datasets
+    return datasets.DatasetDict({name: datasets.Dataset.from_list(rows) for name, rows in splits.items()})
+
+
+def arith_dataset(**metadata):
+    """``{"test": the arith test split}`` (``id, question, answer, final, template``); metadata is ignored."""
+    from tspd.eval.tasks.arith import load_split
+    return _datasets({"test": load_split("test")})
+
+
+def gsm8k_dataset(data_dir: str | None = None, **metadata):
+    """``{"test", "train"}`` GSM8K rows (``question, answer``) from the local JSONL files the harness reads."""
+    from tspd.eval.tasks.data import TaskDataError, data_file, read_jsonl
+    splits = {}
+    for split in ("test", "train"):
+        try:
+            path = data_file(data_dir, f"gsm8k/{split}.jsonl")
+        except TaskDataError as e:   # the harness's hint names its own --data-dir
+            raise TaskDataError(str(e).replace("pass --data-dir", "pass --metadata '{\"data_dir\": DIR}'")) from None
+        rows = read_jsonl(path)
+        splits[split] = [{"id": f"gsm8k/{split}/{i}", "question": r["question"], "answer": r["answer"]}
+                         for i, r in enumerate(rows)]
+    return _datasets(splits)
+
+
+def _speed(response) -> dict:
+    record = getattr(response, "tspd", None) or {}
+    return {"nfe": float(record["nfe"]) if "nfe" in record else math.nan,
+            "tokens_per_second": {k: record[k] for k in TPS_FIELDS if k in record} if record else None}
+
+
+def process_arith(doc: dict, results: list) -> dict:
+    from tspd.eval.tasks.arith import Arith
+    grade = Arith().grade(doc, str(results[0]))
+    return {"exact_match": float(grade["correct"]), **_speed(results[0])}
+
+
+def process_gsm8k(doc: dict, results: list) -> dict:
+    from tspd.eval.grading import grade_gsm8k
+    grade = grade_gsm8k(str(results[0]), doc["answer"])
+    return {"exact_match": float(grade["correct"]), "exact_match_strict": float(grade["correct_strict"]),
+            **_speed(results[0])}
+
+
+def aggregate_tps(items: list) -> float:
+    """The harness's TPS over the samples' records (NaN without any)."""
+    from tspd.eval.results import throughput
+    rows = [r for r in items if r]
+    tps = throughput(rows)["tps"] if rows else None
+    return math.nan if tps is None else tps
