@@ -116,10 +116,14 @@ def test_cli_flags_match_config():
     from tspd.training import train_lm
     p = argparse.ArgumentParser()
     train_lm.add_arguments(p)
-    args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01"])
+    args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01", "--masking", "prefix",
+                         "--mask-mix", "0.5"])
     cfg = LMTrainConfig(**{k: getattr(args, k) for k in LMTrainConfig.__dataclass_fields__})
     assert (cfg.max_steps, cfg.compile, cfg.lr, cfg.minutes, cfg.device) == (3, True, 0.01, None, "cpu")
     assert cfg.d_model == 128 and cfg.n_layers == 4 and cfg.n_heads == 4 and not cfg.resume
+    assert (cfg.masking, cfg.mask_mix, cfg.tokenizer) == ("prefix", 0.5, "bpe")
+    with pytest.raises(SystemExit):
+        p.parse_args(["--out", "x", "--masking", "causal"])      # one line from argparse, no traceback
     assert (cfg.gen_length, cfg.block_length) == (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
 
 
@@ -205,6 +209,38 @@ def test_learning_curve_is_recorded(tmp_path):
     rows = list(csv.DictReader((out / "eval_log.csv").open()))
     assert [int(r["step"]) for r in rows] == [2, 4] and all(r["n"] == "2" for r in rows)
     assert "## Learning curve" in (out / "TRAINING.md").read_text()
+    # the probes are logged beside the accuracy at every evaluation
+    from tspd.training import probes
+    assert set(probes.COLUMNS) <= set(rows[0]) and all(0 <= float(r["probe_operand_question"]) <= 1 for r in rows)
+    assert "question numbers" in (out / "TRAINING.md").read_text()
+
+
+def test_a_try_that_cannot_copy_question_numbers_stops_at_the_gate(tmp_path):
+    from tspd.training.train_lm import gate_failed
+    cfg = LMTrainConfig(out="", gate_minutes=20, gate_copy=0.5)
+    assert gate_failed(cfg, {"minutes": 10, "probe_operand_question": 0.1}) is None       # too early to judge
+    assert gate_failed(cfg, {"minutes": 20, "probe_operand_question": 0.6}) is None       # learned
+    assert "copies 10% of question numbers" in gate_failed(cfg, {"minutes": 21, "probe_operand_question": 0.1})
+    assert gate_failed(LMTrainConfig(out=""), {"minutes": 99, "probe_operand_question": 0.0}) is None  # no gate
+    out = tmp_path / "gated"
+    info = train(LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=50, eval_every=2, eval_n=2,
+                               final_eval_n=0, gate_minutes=1e-9, gate_copy=1.01), log=lambda s: None)
+    assert info["step"] == 2 and "Stopped early" in (out / "TRAINING.md").read_text()
+
+
+def test_structured_masking_scores_only_what_it_says(tokenizer):
+    from tspd.training.masking import Masking, mask_answer
+    b = make_batch(tokenizer, arith.load_split("test", 8), gen_length=64, prompt_multiple=8)
+    model, P, masking = _Recorder(len(tokenizer)), b.prompt_width, Masking("block", 1.0, 32)
+    loss = sft_loss(model, b, tokenizer.mask_token_id, generator=torch.Generator().manual_seed(0), masking=masking,
+                    eos_id=tokenizer.eos_token_id)
+    g = torch.Generator().manual_seed(0)                  # replay: t per row, then the scheme's draws
+    t = 1e-3 + (1 - 1e-3) * stratified_uniform(8, "cpu", g)
+    masked, scored = mask_answer(b.input_ids[:, P:], t, tokenizer.eos_token_id, masking, g)
+    assert torch.equal(model.seen[:, P:] == tokenizer.mask_token_id, masked)
+    assert (masked & ~scored).any()                       # later blocks are masked but not scored
+    expected = (scored.sum(-1) / t[:, 0] * math.log(len(tokenizer)) / 64).mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
 def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):

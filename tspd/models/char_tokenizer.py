@@ -39,10 +39,16 @@ def build_tokenizer(out_dir: str | Path | None = None):
 
     Returns a ``transformers.PreTrainedTokenizerFast`` with bos/eos/pad/mask/unk set.
     """
+    return save_hf(_backend(), out_dir)
+
+
+def save_hf(backend, out_dir: str | Path | None = None):
+    """Wrap a ``tokenizers.Tokenizer`` as the embedded model's HF tokenizer (special tokens, left
+    padding, no BOS/EOS added) and, with ``out_dir``, save it there for ``AutoTokenizer``."""
     from transformers import PreTrainedTokenizerFast
 
     hf = PreTrainedTokenizerFast(
-        tokenizer_object=_backend(), bos_token=BOS, eos_token=EOS, pad_token=EOS, mask_token=MASK,
+        tokenizer_object=backend, bos_token=BOS, eos_token=EOS, pad_token=EOS, mask_token=MASK,
         unk_token=UNK, padding_side="left",          # inference batches prompts left-padded
         clean_up_tokenization_spaces=False,          # " ." must decode as " ."
         model_max_length=512)

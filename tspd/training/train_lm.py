@@ -47,6 +47,9 @@ import torch.nn.functional as F
 
 from tspd.eval.tasks import arith
 from tspd.models.char_tokenizer import build_tokenizer
+from tspd.models.subword_tokenizer import train_tokenizer
+from tspd.training import probes
+from tspd.training.masking import SCHEMES, Masking, mask_answer
 from tspd.eval.results import wilson
 from tspd.models.config import LLaDAConfig
 from tspd.models.loading import save_model, special_tokens
@@ -71,6 +74,9 @@ class LMTrainConfig:
     mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
     gen_length: int = arith.GEN_LENGTH      # answer region = the inference generation window
     block_length: int = arith.BLOCK_LENGTH  # only used for evaluation (semi-AR blocks)
+    tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
+    masking: str = "uniform"       # uniform (LLaDA) | prefix (clean prefix to a random cut) | block (semi-AR)
+    mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
     batch_size: int = 64           # sequences per optimizer step
     lr: float = 3e-3               # peak AdamW learning rate
     min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
@@ -84,7 +90,9 @@ class LMTrainConfig:
     seed: int = 0                  # initialisation, data stream and masking noise
     eval_every: int = 0            # steps between in-training evaluations (0 = never)
     eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
-    eval_n: int = 200              # test problems for in-training evaluations
+    eval_n: int = 200              # test problems for in-training evaluations (accuracy and probes)
+    gate_minutes: float = 0.0      # stop a try that cannot copy question numbers by then (0 = never)
+    gate_copy: float = 0.5         # question-number probe a try needs by --gate-minutes
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
     eval_batch: int = 500          # prompts per generate() call
     save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
@@ -92,6 +100,9 @@ class LMTrainConfig:
     prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile
     threads: int | None = None     # torch CPU threads (None = torch's default)
     resume: bool = False           # continue from --out's train_state.pt (same data stream and schedule)
+
+
+CHOICES = {"device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
 
 
 def _field_comments() -> dict[str, str]:
@@ -115,8 +126,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
         help_text = helps.get(f.name, f.name.replace("_", " "))
-        if f.name == "device":
-            p.add_argument(flag, default=default, choices=["cpu", "cuda"], help=help_text)
+        if f.name in CHOICES:
+            p.add_argument(flag, default=default, choices=CHOICES[f.name], help=help_text)
         elif f.type in ("bool", bool):
             p.add_argument(flag, action="store_true", help=help_text)
         else:
@@ -162,6 +173,23 @@ def init_weights(model: LLaDAModelLM) -> None:
         residual = ".blocks." in name and name.endswith(("attn_out.weight", "ff_out.weight"))
         scale = 1 / math.sqrt(2 * model.config.n_layers) if residual else 1.0
         torch.nn.init.normal_(p, mean=0.0, std=std * scale)
+
+
+def make_tokenizer(cfg: LMTrainConfig, out: Path):
+    """The run's tokenizer, saved in ``out``; a resumed run reloads the one it started with."""
+    from tspd.models.loading import load_tokenizer
+
+    if cfg.resume and (out / "tokenizer.json").is_file():
+        return load_tokenizer(out)
+    return train_tokenizer(task_texts(), out) if cfg.tokenizer == "bpe" else build_tokenizer(out)
+
+
+def task_texts(n: int = 20000, seed: str = "tokenizer") -> list[str]:
+    """Questions and worked answers of ``n`` training problems (never a test or traces problem): what the
+    subword tokenizer's merges are learned from."""
+    stream = arith.iter_train(seed)
+    problems = [next(stream) for _ in range(n)]
+    return [p["question"] for p in problems] + [p["answer"] for p in problems]
 
 
 def count_parameters(model: torch.nn.Module) -> int:
@@ -255,17 +283,22 @@ class BatchStream:
 # Objective
 # ----------------------------------------------------------------------------------------------
 def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
-             generator: torch.Generator | None = None) -> torch.Tensor:
-    """LLaDA SFT loss (Eq. 5): masked-token CE weighted by 1/t over the answer region / its length."""
+             generator: torch.Generator | None = None, masking: Masking = Masking(),
+             eos_id: int | None = None) -> torch.Tensor:
+    """LLaDA SFT loss (Eq. 5): masked-token CE weighted by 1/t over the answer region / its length.
+
+    ``masking`` says which positions are masked and scored (:mod:`tspd.training.masking`); the default
+    is LLaDA's uniform masking, where every masked position is scored.
+    """
     ids, P = batch.input_ids, batch.prompt_width
     answer = ids[:, P:]
     B, L = answer.shape
     t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
-    masked = torch.rand(B, L, device=ids.device, generator=generator) < t
+    masked, scored = mask_answer(answer, t, eos_id, masking, generator)
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
     logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
     ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
-    return ((ce * masked / t).sum(-1) / L).mean()
+    return ((ce * scored / t).sum(-1) / L).mean()
 
 
 def stratified_uniform(n: int, device, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -383,6 +416,41 @@ def sweep_table(evals: list[dict]) -> list[str]:
     return rows
 
 
+CURVE_PROBES = {"probe_operand_question": "question numbers", "probe_operand_result": "earlier results",
+                "probe_result_mul": "products", "probe_result_add": "sums", "probe_result_sub": "differences",
+                "probe_final": "final line", "cf_copied": "counterfactual: copies"}
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{x:.0%}"
+
+
+def probe_table(probed: dict) -> list[str]:
+    """Markdown: the final record's teacher-forced probes and the counterfactual."""
+    names = {**CURVE_PROBES, "probe_result_div": "quotients", "cf_copied": "counterfactual: copies the altered value",
+             "cf_recomputed": "counterfactual: recomputes the true value"}
+    rows = ["## Teacher-forced probes (`tspd.training.probes`, reference solution visible, one span masked)", "",
+            f"On the first {probed['n']} test problems; the counterfactual on the {probed['cf_n']} of them whose first "
+            "result is copied by a later line (that result altered, the copy masked).", "",
+            "| probe | right |", "|---|---|"]
+    rows += [f"| {names[k]} | {_pct(probed.get(k))} |" for k in probes.COLUMNS[:-1]]
+    return rows + [""]
+
+
+def final_probes(out: Path, cfg: LMTrainConfig) -> dict | None:
+    """The probes of the saved checkpoint on the final evaluation's problems, also written to ``probes.json``."""
+    from tspd.models.loading import load_model
+
+    if cfg.final_eval_n <= 0:
+        return None
+    model = load_model(out, device=cfg.device)
+    problems = arith.load_split("test", min(cfg.final_eval_n, arith.SPLIT_SIZES["test"]))
+    probed = {"n": len(problems), **probes.run_probes(model, model.tokenizer, problems, cfg.gen_length,
+                                                      mask_id=model.special.mask)}
+    (out / "probes.json").write_text(json.dumps(probed, indent=1) + "\n")
+    return probed
+
+
 def write_training_md(out: Path, info: dict) -> None:
     lines = ["# tiny-arith: training record", "",
              "Embedded masked diffusion LM (LLaDA architecture) trained with the LLaDA SFT objective on "
@@ -400,11 +468,16 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("resumes"):
         lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
     if info.get("curve"):
-        lines += ["## Learning curve (held-out, 1 token per step)", "",
-                  "| step | training minutes | loss | accuracy | n |", "|---|---|---|---|---|"]
-        lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} |"
-                  for c in info["curve"]]
+        lines += ["## Learning curve (held-out, 1 token per step; teacher-forced probes, `tspd.training.probes`)", "",
+                  "| step | training minutes | loss | accuracy | n | " + " | ".join(CURVE_PROBES.values()) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(CURVE_PROBES)]
+        lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
+                  " | ".join(_pct(c.get(k)) for k in CURVE_PROBES) + " |" for c in info["curve"]]
         lines.append("")
+    if info.get("stopped_early"):
+        lines += [f"Stopped early: {info['stopped_early']}.", ""]
+    if info.get("probes"):
+        lines += probe_table(info["probes"])
     if info.get("evals"):
         lines += ["## Held-out accuracy (`tspd.eval.tasks.arith` test split, gen_length "
                   f"{info['gen_length']}, block_length {info['block_length']})", ""]
@@ -466,13 +539,14 @@ def _train(cfg: LMTrainConfig, log) -> dict:
         torch.backends.cudnn.allow_tf32 = True
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(out)
+    tokenizer = make_tokenizer(cfg, out)
     torch.manual_seed(cfg.seed)
     model = LLaDAModelLM(model_config(cfg, tokenizer))
     init_weights(model)
     model.to(device).train()
     model.tokenizer, model.special = tokenizer, special_tokens(model.config, tokenizer)
     mask_id = model.special.mask
+    masking = Masking(cfg.masking, cfg.mask_mix, cfg.block_length)
     params = count_parameters(model)
     log(f"model: {params:,} parameters; device {device_name(device)}; torch {torch.__version__}")
     opt = make_optimizer(model, cfg, fused=device.type == "cuda")
@@ -500,7 +574,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     writer, eval_writer = csv.writer(csv_file), csv.writer(eval_file)
     if not cfg.resume:
         writer.writerow(["step", "minutes", "lr", "loss", "positions_per_s"])
-        eval_writer.writerow(["step", "minutes", "loss", "accuracy", "n"])
+        eval_writer.writerow(EVAL_COLUMNS)
     t_start = time.time() - info["train_seconds"]     # training time so far (evaluations excluded)
     last_save = last_log = time.time()
     last_eval = info["curve"][-1]["minutes"] * 60 if info["curve"] else 0.0
@@ -518,7 +592,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 g["lr"] = lr
             batch = next(stream).to(device)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                loss = sft_loss(step_fn, batch, mask_id, cfg.eps, gen)
+                loss = sft_loss(step_fn, batch, mask_id, cfg.eps, gen, masking, model.special.eos)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -539,18 +613,19 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 (cfg.eval_minutes and now - t_start - last_eval >= 60 * cfg.eval_minutes)
             if due:
                 last_eval = now - t_start
-                model.eval()
-                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                    r = evaluate(model, arith.load_split("test", cfg.eval_n), cfg.gen_length,
-                                 cfg.block_length, batch=cfg.eval_batch)
-                model.train()
-                point = {"step": step, "minutes": round(last_eval / 60, 2), "accuracy": r["accuracy"],
-                         "n": r["n"], "loss": sum(recent[-50:]) / len(recent[-50:])}
+                point = curve_point(model, cfg, step, last_eval / 60, sum(recent[-50:]) / len(recent[-50:]))
                 info["curve"].append(point)
-                eval_writer.writerow([step, point["minutes"], round(point["loss"], 4), r["accuracy"], r["n"]])
+                eval_writer.writerow([point[k] if point[k] is not None else "" for k in EVAL_COLUMNS])
                 eval_file.flush()
-                log(f"step {step:6d} | eval 1 token/step: {r['accuracy']:.1%} of {r['n']}")
+                log(f"step {step:6d} | eval 1 token/step: {point['accuracy']:.1%} of {point['n']} | probes " +
+                    ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS[:-1]
+                              if point[k] is not None))
                 t_start += time.time() - now   # evaluation time does not count against --minutes
+                failed = gate_failed(cfg, point)
+                if failed:
+                    log(f"stopping: {failed}")
+                    info["stopped_early"] = failed
+                    break
             if time.time() - last_save > 60 * cfg.save_minutes:
                 _record(model, opt, gen, out, info, step, tokens, time.time() - t_start, recent)
                 last_save = time.time()
@@ -564,10 +639,40 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     info["status"] = "finished training; evaluating"
     write_training_md(out, info)
     info["evals"] = final_evaluation(out, cfg, log)
+    info["probes"] = final_probes(out, cfg)
     info["status"] = "finished"
     write_training_md(out, info)
     (out / "evals.json").write_text(json.dumps(info["evals"], indent=1) + "\n")
     return info
+
+
+EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS)   # eval_log.csv
+
+
+def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: float) -> dict:
+    """One point of the learning curve: held-out accuracy (1 token per step) and the probes.
+
+    The probes (:mod:`tspd.training.probes`) say what the model has learned before the accuracy moves:
+    copying question numbers, reading its own earlier results, each operation, the final line.
+    """
+    problems = arith.load_split("test", cfg.eval_n)
+    was_training = model.training
+    model.eval()
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
+        r = evaluate(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch)
+        probed = probes.run_probes(model, model.tokenizer, problems, cfg.gen_length, mask_id=model.special.mask)
+    model.train(was_training)
+    return {"step": step, "minutes": round(minutes, 4), "loss": round(loss, 4), "accuracy": r["accuracy"],
+            "n": r["n"], **probed}
+
+
+def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:
+    """Why a try stops early (it has not learned to copy question numbers by ``--gate-minutes``), or None."""
+    copy = point.get("probe_operand_question")
+    if cfg.gate_minutes and point["minutes"] >= cfg.gate_minutes and copy is not None and copy < cfg.gate_copy:
+        return (f"after {point['minutes']:.0f} min the model copies {copy:.0%} of question numbers "
+                f"(--gate-copy {cfg.gate_copy:.0%} by --gate-minutes {cfg.gate_minutes:g})")
+    return None
 
 
 def _record(model, opt, gen, out: Path, info: dict, step: int, tokens: int, seconds: float,
@@ -586,9 +691,12 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     evals = final_evaluation(out, cfg, log)
+    probed = final_probes(out, cfg)
     with (out / "TRAINING.md").open("a") as f:
         f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
                 f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
+        if probed:
+            f.write("\n" + "\n".join(probe_table(probed)))
     (out / "evals.json").write_text(json.dumps(evals, indent=1) + "\n")
     return evals
 

@@ -1,0 +1,77 @@
+"""Which answer positions a training sequence masks: LLaDA's uniform masking and two schemes that keep
+earlier lines visible.
+
+LLaDA's SFT objective (Nie et al., 2025, Sec. 2.3 / Eq. 5) masks every answer position independently
+with probability ``t ~ U(0, 1]``. Under it an earlier solution line is masked as often as the line
+that copies from it, so the route from the question to a number always works and the route through
+the worked lines only sometimes: a small model learns to recompute every number from the question and
+never reads what it wrote (the probes of :mod:`tspd.training.probes`). At inference the decoder fills a
+block left to right in confidence order, so the lines before the one being written are visible.
+
+Schemes (each sample of a batch draws its own; ``mix`` is the share that is not uniform):
+
+- ``uniform``: LLaDA's masking, the paper's objective;
+- ``prefix``: a clean prefix up to a random cut inside the answer, every position after it masked
+  with probability ``t`` (the state of a decoder that has written the first lines);
+- ``block``: semi-autoregressive, as block-wise decoding sees it: blocks before a random block clean,
+  that block masked with probability ``t``, later blocks fully masked; only the block is scored.
+
+The loss (:func:`tspd.training.train_lm.sft_loss`) weights each scored position by ``1/t``, as Eq. 5.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+SCHEMES = ("uniform", "prefix", "block")
+
+
+@dataclass(frozen=True)
+class Masking:
+    scheme: str = "uniform"   # uniform | prefix | block
+    mix: float = 0.0          # share of each batch masked by ``scheme``; the rest uniform (LLaDA)
+    block_length: int = 32    # the decoder's block (``block`` scheme only)
+
+    def __post_init__(self):
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"unknown masking {self.scheme!r}: expected one of {', '.join(SCHEMES)}")
+        if not 0.0 <= self.mix <= 1.0:
+            raise ValueError(f"mask mix must be in [0, 1], got {self.mix}")
+        if self.block_length < 1:
+            raise ValueError(f"block length must be positive, got {self.block_length}")
+
+
+def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, masking: Masking,
+                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(masked, scored)``, both ``[B, L]`` bool, for the answer region ``answer`` ``[B, L]``.
+
+    ``t`` ``[B, 1]`` is each sample's mask ratio. ``masked``: positions replaced by the mask token;
+    ``scored``: those whose cross-entropy counts (a subset of ``masked``). The answer's own length
+    (before its EOS fill) bounds the ``prefix`` cut, so that a cut never falls in the padding.
+    """
+    B, L = answer.shape
+    dev = answer.device
+    coin = torch.rand(B, L, device=dev, generator=generator) < t
+    if masking.scheme == "uniform" or masking.mix == 0.0:
+        return coin, coin
+    structured = (torch.rand(B, 1, device=dev, generator=generator) < masking.mix)
+    pos = torch.arange(L, device=dev).unsqueeze(0)
+    if eos_id is None:
+        raise ValueError(f"{masking.scheme} masking needs the EOS id (where the answer's fill begins)")
+    length = (answer != eos_id).sum(-1, keepdim=True)              # tokens before the EOS fill
+    if masking.scheme == "prefix":
+        cut = (torch.rand(B, 1, device=dev, generator=generator) * (length + 1)).long()  # 0..length
+        masked = coin & (pos >= cut)
+        scored = masked
+    else:  # block
+        n_blocks = (length.clamp_min(1) - 1) // masking.block_length + 1    # blocks the answer reaches
+        block = (torch.rand(B, 1, device=dev, generator=generator) * n_blocks).long()
+        start = block * masking.block_length
+        inside = (pos >= start) & (pos < start + masking.block_length)
+        masked = (coin & inside) | (pos >= start + masking.block_length)
+        scored = coin & inside
+    return torch.where(structured, masked, coin), torch.where(structured, scored, coin)
+
+
+__all__ = ["Masking", "SCHEMES", "mask_answer"]
