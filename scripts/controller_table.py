@@ -31,9 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tspd.book.notebook import base_run, method_config  # noqa: E402
+from tspd.decoding.config import DecodeConfig  # noqa: E402
 from tspd.decoding.loop import CACHE_MODES  # noqa: E402
 from tspd.eval import experiments  # noqa: E402
 from tspd.eval.results import phase_shares, wilson  # noqa: E402
+from tspd.options import add_dataclass_arguments  # noqa: E402
 from tspd.provenance import git_revision, portable  # noqa: E402
 from tspd.validate import UsageError  # noqa: E402
 
@@ -62,8 +64,8 @@ def choices(value: str, allowed, flag: str) -> list[str]:
 
 def table_configs(args: argparse.Namespace) -> dict[tuple, experiments.RunConfig]:
     """The RunConfig of every requested (controller, CE, cache) row, the baseline row first."""
-    base = base_run(args.model, args.n, args.gen_length or 0, args.block_length or 0, 0, "cpu", "", 0,
-                    args.batch_size)
+    base = base_run(dict(model=args.model, limit=args.n, gen_length=args.gen_length,
+                         block_length=args.block_length, batch_size=args.batch_size))
     rows = [(c, ce == "on", cache) for c in choices(args.controllers, CONTROLLERS, "--controllers")
             for ce in choices(args.ce, ("off", "on"), "--ce") for cache in choices(args.caches, CACHES, "--caches")]
     rows = [BASELINE] + [r for r in rows if r != BASELINE]
@@ -164,8 +166,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--model", default="tiny-arith")
     ap.add_argument("--n", type=int, default=500, help="held-out arith test problems")
-    ap.add_argument("--gen-length", type=int, default=None, help="default: the checkpoint's own")
-    ap.add_argument("--block-length", type=int, default=None, help="default: the checkpoint's own")
+    add_dataclass_arguments(ap, DecodeConfig, only=("gen_length", "block_length"))
     ap.add_argument("--batch-size", type=int, default=1, help="1 = the paper's setting (Appendix A.1)")
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
     ap.add_argument("--caches", default=",".join(CACHES))

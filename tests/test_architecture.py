@@ -118,6 +118,13 @@ def test_the_checks_see_a_circle_and_an_upward_import():
     assert layer_of("tspd") == len(LAYERS) - 1 and layer_of("tspd.validate") == 0
 
 
+def test_no_namespace_is_built_outside_the_command_line():
+    """Options travel as typed values (RunConfig, EvalJob, DecodeConfig); argparse alone makes Namespaces."""
+    built = [f"{m}:{n.lineno}" for m, p in MODULES.items() for n in ast.walk(ast.parse(p.read_text()))
+             if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == "Namespace"]
+    assert built == []
+
+
 def test_shared_helpers_have_one_home():
     defined = Counter()
     for path in PACKAGE.rglob("*.py"):

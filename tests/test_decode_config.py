@@ -65,3 +65,76 @@ def _config_with_window(gen_length: int, block_length: int):
     """A stand-in for a loaded model whose checkpoint names its window (tspd_task)."""
     from tspd.models.config import LLaDAConfig
     return LLaDAConfig(extra={"tspd_task": {"gen_length": gen_length, "block_length": block_length}})
+
+
+# ------------------------------------------------------------------------------------------------
+# One set of decoding options for every command
+# ------------------------------------------------------------------------------------------------
+def parse(*argv: str, skip: tuple = ()):
+    import argparse
+    from tspd.decoding.config import add_decode_arguments
+    p = argparse.ArgumentParser()
+    add_decode_arguments(p, skip=skip)
+    return p.parse_args(list(argv))
+
+
+def test_the_options_default_to_the_dataclass():
+    assert DecodeConfig.from_args(parse()) == DecodeConfig()
+    args = parse()
+    for f in dataclasses.fields(DecodeConfig):
+        if hasattr(args, f.name):
+            assert getattr(args, f.name) == getattr(DecodeConfig(), f.name), f.name
+
+
+def test_options_become_one_config():
+    got = DecodeConfig.from_args(parse("--policy", "fast-dllm", "--threshold", "0.8", "--policy-arg", "factor=0.5",
+                                       "--ce", "--ce-arg", "tau=0.5", "--cache", "dual", "--gen-length", "64",
+                                       "--block-length", "32", "--temperature", "0.5", "--seed", "3", "--fast"))
+    assert got == DecodeConfig(policy="fast-dllm", policy_kwargs={"factor": 0.5, "threshold": 0.8}, ce=True,
+                               ce_kwargs={"tau": 0.5}, cache="dual", gen_length=64, block_length=32,
+                               temperature=0.5, seed=3, fast=True)
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        DecodeConfig.from_args(parse("--policy-arg", "novalue"))
+    with pytest.raises(UsageError, match="without --ce"):
+        DecodeConfig.from_args(parse("--ce-arg", "tau=0.5"))
+
+
+@pytest.mark.parametrize("config", [
+    DecodeConfig(),
+    DecodeConfig(policy="tspd", policy_kwargs={"weights": "a dir/tspd", "gate": 0.4}, cache="prefix", gen_length=64,
+                 block_length=32, steps=16, confidence_dtype="float64"),
+    DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": 0.9}, ce=True, ce_kwargs={"tau": 0.4, "H": 10},
+                 temperature=0.7, seed=1, fast=True),
+])
+def test_a_config_round_trips_through_its_options(config):
+    from tspd.decoding.config import decode_options
+    assert DecodeConfig.from_args(parse(*decode_options(config))) == config
+
+
+def test_a_command_with_its_own_policy_skips_the_policy_options():
+    from tspd.decoding.config import POLICY_OPTIONS
+    args = parse("--gen-length", "32", "--block-length", "32", skip=POLICY_OPTIONS)
+    assert not hasattr(args, "policy") and DecodeConfig.from_args(args) == DecodeConfig(gen_length=32, block_length=32)
+
+
+def test_dataclass_options_take_help_and_defaults_from_the_fields():
+    import argparse
+    from dataclasses import dataclass
+
+    from tspd.options import add_dataclass_arguments, field_comments, from_args
+
+    @dataclass
+    class Config:
+        epochs: int = 60            # training epochs at most
+        rate: float | None = None   # learning rate (default per kind)
+        quiet: bool = False         # no progress bar
+        name: str = "x"
+
+    p = argparse.ArgumentParser()
+    add_dataclass_arguments(p, Config, choices={"name": ("x", "y")})
+    assert field_comments(Config) == {"epochs": "training epochs at most", "rate": "learning rate (default per kind)",
+                                      "quiet": "no progress bar"}
+    assert from_args(Config, p.parse_args([])) == Config()
+    assert from_args(Config, p.parse_args(["--epochs", "3", "--rate", "0.1", "--quiet", "--name", "y"])) == \
+        Config(3, 0.1, True, "y")
+    assert "training epochs at most" in p.format_help()

@@ -162,9 +162,9 @@ def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
     out = tmp_path / "run.jsonl"
     assert run_eval(calls.seam, out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--policy", "fast-dllm",
                     "--policy-arg", "factor=0.5", "--cache", "dual") == 0
-    assert calls[0] == ("load", "fake-model", "cpu", None)
+    assert calls[0] == ("load", "fake-model", "cpu", "float32")     # the device's dtype, named
     kwargs = calls[1][2]
-    assert kwargs == {"gen_length": 16, "block_length": 8, "steps": None, "policy": "fast-dllm", "ce": False,
+    assert kwargs == {"gen_length": 16, "block_length": 8, "steps": 16, "policy": "fast-dllm", "ce": False,
                       "ce_kwargs": {}, "cache": "dual", "temperature": 0.0, "seed": None,
                       "confidence_dtype": "float32", "fast": False,
                       "policy_kwargs": {"factor": 0.5, "threshold": 0.9}}

@@ -193,17 +193,36 @@ def test_result_row_for_side_by_side(registry):
     assert res.label.startswith("ours (fake, ") and res.label.endswith("n=4)")
 
 
-def test_eval_command_matches_the_harness_arguments(tmp_path):
-    from tspd.eval import harness as evaluate
-    c = config(ce=True, ce_kwargs={}, cache="dual", device="cuda", limit=0)
+def job_of_command(command: str):
+    """The job ``python -m tspd eval`` would run for a command line (parsed, never executed)."""
+    import argparse
+    import shlex
+    from tspd.eval import harness
+    p = argparse.ArgumentParser()
+    harness.add_arguments(p)
+    argv = shlex.split(command)
+    assert argv[:4] == ["python", "-m", "tspd", "eval"]
+    return harness.job_from_args(p.parse_args(argv[4:]))
+
+
+@pytest.mark.parametrize("changes", [dict(ce=True, ce_kwargs={}, cache="dual", limit=0),
+                                     dict(ce=True, ce_kwargs={"tau": 0.5}, seed=3, temperature=0.5, batch_size=2),
+                                     dict(policy="tspd", policy_kwargs={"weights": "a dir/tspd"}, fast=True)])
+def test_eval_command_is_the_same_job_as_run(tmp_path, changes, monkeypatch):
+    monkeypatch.setattr("tspd.decoding.config.controller_weights", lambda c, p: c)
+    c = config(task="arith", **changes)
     cmd = experiments.eval_command(c, tmp_path)
-    assert cmd.startswith("python -m tspd eval --task fake --model fake --policy fast-dllm")
-    assert "--policy-arg threshold=0.7" in cmd and "--ce " in cmd and "--limit" not in cmd
+    assert cmd.startswith("python -m tspd eval --task arith --model fake --policy ")
     assert cmd.endswith(f"--out {tmp_path / (c.key + '.jsonl')}")
-    args = experiments.harness_args(c, "x.jsonl")
-    assert evaluate.parse_policy_args(args.policy_arg) == {"threshold": 0.7} and args.dtype == "bfloat16"
-    with pytest.raises(ValueError, match="CE settings"):
-        experiments.eval_command(config(ce=True, ce_kwargs={"tau": 0.5}))
+    job = job_of_command(cmd)
+    assert job.run == c and job.run.key == c.key and job.out == tmp_path / f"{c.key}.jsonl"
+    assert job.row_config() == experiments.EvalJob(c, job.out).row_config()
+
+
+def test_eval_command_spells_the_settings_as_options():
+    cmd = experiments.eval_command(config(ce=True, ce_kwargs={}, cache="dual", device="cuda", limit=0))
+    assert "--policy-arg threshold=0.7" in cmd and "--ce " in cmd and "--limit" not in cmd
+    assert "--dtype bfloat16" in cmd and "--seed 0" in cmd
 
 
 def test_replace_gen_length_brings_its_own_default_steps():
@@ -259,4 +278,22 @@ def test_profile_times_the_computed_rows_only(registry):
     assert timed.samples[:2] == plain.samples and timed.samples[2]["forward_seconds"] > 0
     assert {"controller_seconds", "ce_seconds"} <= set(timed.samples[3])
     assert "forward_ms" not in timed.summary          # two rows untimed: no phase shares
-    assert experiments.harness_args(config(), tmp / "x.jsonl", profile=True).profile is True
+
+
+def test_committed_rows_carry_the_config_id_of_their_job():
+    """A golden check over every committed run: the typed job names its rows as the harness always has
+    (a different id would make every stored run look foreign and be recomputed)."""
+    from tspd.eval.results import config_id
+    from tspd.provenance import REPO_ROOT
+    checked = 0
+    for directory in (REPO_ROOT / "results" / "runs", REPO_ROOT / "results" / "controller_table"):
+        for meta_path in sorted(directory.glob("*.json")):
+            rows = meta_path.with_suffix(".jsonl")
+            if meta_path.name.endswith(".summary.json") or not rows.exists():
+                continue
+            meta = json.loads(meta_path.read_text())
+            run = RunConfig.from_dict(meta["config"])
+            first = json.loads(rows.read_text().splitlines()[0])
+            assert config_id(experiments.EvalJob(run, rows).row_config()) == first["config"], meta_path.name
+            checked += 1
+    assert checked >= 20

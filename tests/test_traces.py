@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from tspd.cli import main as cli
+from tspd.decoding.config import DecodeConfig
 from tspd.decoding.controllers.learn2pd import Learn2PD
 from tspd.decoding.controllers.tspd import TSPD
 from tspd.decoding.loop import generate
@@ -16,6 +17,7 @@ from tspd.training.train_controller import ControllerTrainConfig, train
 from conftest import MASK, prompts, random_model
 
 GEN, BLOCK = 32, 8
+WINDOW = DecodeConfig(gen_length=GEN, block_length=BLOCK, ce=True)   # what the traces are collected with
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def traces(model):
-    return collect(model, prompts(10, seed=3), gen_length=GEN, block_length=BLOCK, batch_size=5, progress=False)
+    return collect(model, prompts(10, seed=3), WINDOW, batch_size=5, progress=False)
 
 
 def test_trace_file_layout(model, traces):
@@ -46,7 +48,7 @@ def test_trace_file_layout(model, traces):
 
 def test_labels_are_argmax_equals_final_token(model):
     ps = prompts(2, seed=4)
-    data = collect(model, ps, gen_length=GEN, block_length=BLOCK, policy="vanilla", ce=False, progress=False)
+    data = collect(model, ps, WINDOW.replace(ce=False), policy="vanilla", progress=False)
     final = generate(model, ps, gen_length=GEN, block_length=BLOCK).token_ids
     steps = GEN // (GEN // BLOCK)                                  # vanilla: 8 steps per block, 1 token each
     assert data["features"].shape[0] == 2 * GEN // BLOCK * steps
@@ -62,8 +64,8 @@ def test_labels_are_argmax_equals_final_token(model):
 
 
 def test_mixed_policy_alternates_batches(model):
-    data = collect(model, prompts(4, seed=5), gen_length=16, block_length=8, batch_size=2, policy="mixed",
-                   progress=False)
+    data = collect(model, prompts(4, seed=5), DecodeConfig(gen_length=16, block_length=8), batch_size=2,
+                   policy="mixed", progress=False)
     assert data["meta"]["egp_rows"] == 2 and data["meta"]["rows"] == 4
 
 

@@ -7,7 +7,7 @@ import torch
 from tspd import book
 from tspd.training import variants
 from tspd.eval.experiments import RunConfig
-from tspd.training.traces import collect
+from tspd.training.traces import COLLECT, collect
 from tspd.training.train_controller import ControllerTrainConfig
 
 from conftest import prompts, random_model
@@ -19,8 +19,9 @@ GEN, BLOCK = 32, 8
 def sets():
     model = random_model(seed=7, scale=0.8)
     ps = prompts(6, seed=3)
-    egp = collect(model, ps, gen_length=GEN, block_length=BLOCK, batch_size=3, progress=False)
-    van = collect(model, ps, gen_length=GEN, block_length=BLOCK, batch_size=3, policy="vanilla", progress=False)
+    window = COLLECT.replace(gen_length=GEN, block_length=BLOCK)
+    egp = collect(model, ps, window, batch_size=3, progress=False)
+    van = collect(model, ps, window, batch_size=3, policy="vanilla", progress=False)
     return egp, van
 
 

@@ -27,7 +27,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS):
+        if "default" in text.lower() or any(action.default is v for v in (None, False, argparse.SUPPRESS)) \
+                or action.default == []:
             return text
         return super()._get_help_string(action)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import warnings
 from pathlib import Path
+from typing import Any, Mapping
 
 import torch
 
@@ -83,16 +84,23 @@ def lengths(model: str, gen_length: int = 0, block_length: int = 0) -> tuple[int
     return gen_length or own[0], block_length or own[1]
 
 
-def base_run(model: str, limit: int, gen_length: int, block_length: int, steps: int, device: str, dtype: str,
-             seed: int, batch_size: int) -> RunConfig:
-    """The run a table notebook starts from, from its parameter cell (vanilla decoding).
+RUN_PARAMETERS = ("model", "limit", "gen_length", "block_length", "steps", "device", "dtype", "seed", "batch_size")
 
-    The parameter cell's "unset" values mean the defaults: ``gen_length`` / ``block_length`` 0 the
+
+def base_run(params: Mapping[str, Any], **changes) -> RunConfig:
+    """The run a table notebook starts from (vanilla decoding), read by name from its parameter cell:
+    ``book.base_run(globals())``; ``changes`` replace parameters (``gen_length=L``).
+
+    Parameters of :data:`RUN_PARAMETERS` that are absent keep :class:`RunConfig`'s defaults, and the
+    parameter cell's "unset" values mean the defaults too: ``gen_length`` / ``block_length`` 0 the
     checkpoint's own window, ``steps`` 0 one token per step, ``dtype`` "" the device's (float32 on a
     CPU, bfloat16 on a GPU), ``limit`` 0 the whole test split.
     """
-    return RunConfig(model=model, limit=limit, gen_length=gen_length or None, block_length=block_length or None,
-                     steps=steps or None, device=device, dtype=dtype or None, seed=seed, batch_size=batch_size)
+    p = {**{k: params[k] for k in RUN_PARAMETERS if k in params}, **changes}
+    for unset_is_default in ("gen_length", "block_length", "steps", "dtype"):
+        if unset_is_default in p:
+            p[unset_is_default] = p[unset_is_default] or None
+    return RunConfig(**p)
 
 
 def setup(device: str = "cpu", threads: int = 0, seed: int = 0) -> str:
@@ -208,6 +216,6 @@ def on_cpu_note(model: str) -> str:
             "NFE and TPS show the decoding cost only.")
 
 
-__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run",
+__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
            "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
            "pareto_front", "on_cpu_note"]

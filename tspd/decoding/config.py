@@ -4,14 +4,17 @@ Everything that changes which tokens come out or how many forwards they cost liv
 controller and its settings, Confidence Extrapolation (Section 3.3), the KV cache (Table 4), the
 window (generated length, block width, step budget), sampling temperature and seed, the dtype of the
 confidence statistics and the CUDA-graph fast path. ``generate(model, prompts, config)`` takes it
-whole; :class:`tspd.eval.experiments.RunConfig` holds one; ``python -m tspd eval`` builds one from its
-options. It is checked once, on construction, so a bad value fails before any weights load.
+whole; :class:`tspd.eval.job.RunConfig` holds one. Every command that decodes (``generate``, ``eval``,
+``collect-traces``) takes the same options for it (:func:`add_decode_arguments`, read back by
+:meth:`DecodeConfig.from_args`), with the dataclass's defaults. It is checked once, on construction,
+so a bad value fails before any weights load.
 
 ``gen_length`` / ``block_length`` / ``steps`` may be None (the checkpoint's own window, one token per
 step); :meth:`DecodeConfig.resolved` fills them in from a model or checkpoint name.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -19,8 +22,14 @@ from typing import Any
 
 import torch
 
-from tspd.decoding.controllers import check_policy
+from tspd.decoding.controllers import REGISTRY, check_policy
+from tspd.decoding.controllers.weights import controller_weights
+from tspd.options import add_dataclass_arguments, as_key_values, key_values
 from tspd.validate import CACHE_MODES, UsageError, check_lengths
+
+CONFIDENCE_DTYPES = ("float32", "float64", "bfloat16")
+# fields whose command-line option is the field itself (--gen-length N); the others have their own spelling
+_PLAIN = ("cache", "gen_length", "block_length", "steps", "temperature", "seed", "confidence_dtype", "fast")
 
 
 def canonical(obj: dict | None, what: str, strict: bool = True) -> dict:
@@ -46,17 +55,17 @@ def _without_ce_defaults(kwargs: dict) -> dict:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    policy: Any = "vanilla"            # tspd.decoding.controllers.REGISTRY name, or a ready Controller instance
+    policy: Any = "vanilla"            # decoding controller (tspd.decoding.controllers.REGISTRY name, or a ready Controller)
     policy_kwargs: dict = field(default_factory=dict)  # the controller's settings (threshold, weights, ...)
-    ce: Any = False                    # Confidence Extrapolation: False, True, or a ready extrapolator
+    ce: Any = False                    # Confidence Extrapolation (Section 3.3): False, True, or a ready extrapolator
     ce_kwargs: dict = field(default_factory=dict)      # CEConfig overrides; defaults dropped, so equal CEs compare equal
-    cache: str = "none"                # none | prefix | dual (Fast-dLLM's KV caches)
-    gen_length: int | None = None      # generated positions; None: the checkpoint's own
-    block_length: int | None = None    # semi-autoregressive block width; None: the checkpoint's own
-    steps: int | None = None           # step budget of the whole window; None: gen_length (1 token per step)
+    cache: str = "none"                # KV cache: none | prefix | dual (Fast-dLLM's; Table 4)
+    gen_length: int | None = None      # generated positions (default: the checkpoint's own; 256 for LLaDA-8B)
+    block_length: int | None = None    # semi-autoregressive block width (default: the checkpoint's own; 32 for LLaDA-8B)
+    steps: int | None = None           # step budget of the whole window (default: gen length, 1 token per step)
     temperature: float = 0.0           # 0: greedy; else Gumbel-max sampling at this temperature
-    seed: int | None = None            # sampling noise (used only when temperature > 0)
-    confidence_dtype: str = "float32"  # softmax statistics: LLaDA uses bfloat16, Fast-dLLM float64
+    seed: int | None = None            # sampling seed (used only when temperature > 0)
+    confidence_dtype: str = "float32"  # dtype of the softmax statistics: LLaDA uses bfloat16, Fast-dLLM float64
     fast: bool = False                 # replay window forwards from CUDA graphs (tspd.decoding.graphs); same tokens
 
     def __post_init__(self):
@@ -91,6 +100,21 @@ class DecodeConfig:
         if threshold is not None:
             changes["policy_kwargs"] = {**changes.get("policy_kwargs", config.policy_kwargs), "threshold": threshold}
         return config.replace(**changes) if changes else config
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "DecodeConfig":
+        """The decoding a command line asks for (:func:`add_decode_arguments`; options a command left
+        out keep their defaults). ``--threshold`` and ``--controller`` join the policy's settings."""
+        get = lambda name, default=None: getattr(args, name, default)  # noqa: E731
+        policy = get("policy", "vanilla")
+        policy_kwargs = key_values(get("policy_arg"), "--policy-arg")
+        if get("controller"):
+            policy_kwargs["weights"] = controller_weights(args.controller, policy)
+        plain = {name: getattr(args, name) for name in _PLAIN if hasattr(args, name)}
+        if get("ce_arg") and not get("ce", False):
+            raise UsageError("--ce-arg given without --ce: add --ce, or drop the CE settings")
+        return cls.of(policy=policy, policy_kwargs=policy_kwargs, threshold=get("threshold"), ce=get("ce", False),
+                      ce_kwargs=key_values(get("ce_arg"), "--ce-arg"), **plain)
 
     def replace(self, **changes) -> "DecodeConfig":
         """A copy with ``changes``; a new ``gen_length`` brings its own default ``steps`` (one token per
@@ -127,3 +151,57 @@ class DecodeConfig:
             if not isinstance(d[name], (bool, str)):
                 d[name] = type(d[name]).__name__
         return d
+
+
+# ------------------------------------------------------------------------------------------------
+# The command line: one set of decoding options for every command
+# ------------------------------------------------------------------------------------------------
+POLICY_OPTIONS = ("policy", "policy_arg", "threshold", "controller")   # what a command with its own policy skips
+
+
+def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """The decoding options, defaults and help taken from :class:`DecodeConfig`'s fields.
+
+    ``skip`` leaves out fields or option groups a command sets itself (``collect-traces`` names its
+    own collection policy: ``skip=POLICY_OPTIONS``).
+    """
+    if "policy" not in skip:
+        parser.add_argument("--policy", default=DecodeConfig.policy,
+                            help=f"decoding controller: {', '.join(REGISTRY)}")
+    if "policy_arg" not in skip:
+        parser.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
+                            help="a controller setting (value parsed as JSON when it can be); repeatable")
+    if "threshold" not in skip:
+        parser.add_argument("--threshold", type=float, default=None,
+                            help="confidence threshold of a threshold policy (sugar for --policy-arg threshold=...)")
+    if "controller" not in skip:
+        parser.add_argument("--controller", default=None,
+                            help="trained tspd / learn2pd controller: a directory or weights stem (default: the one "
+                                 "in <model>/controllers/), or an embedded model's name to borrow its controller")
+    if "ce" not in skip:
+        parser.add_argument("--ce", action=argparse.BooleanOptionalAction, default=DecodeConfig.ce,
+                            help="Confidence Extrapolation (paper Section 3.3)")
+        parser.add_argument("--ce-arg", action="append", default=[], metavar="KEY=VALUE",
+                            help="a CE setting (tspd.decoding.extrapolate.CEConfig: tau, H, ...); repeatable")
+    add_dataclass_arguments(parser, DecodeConfig, only=tuple(f for f in _PLAIN if f not in skip),
+                            choices={"cache": CACHE_MODES, "confidence_dtype": CONFIDENCE_DTYPES})
+
+
+def decode_options(config: DecodeConfig) -> list[str]:
+    """The command-line options :meth:`DecodeConfig.from_args` reads back as ``config`` (its settings
+    by name: a Controller or extrapolator instance has no command line)."""
+    if not isinstance(config.policy, str) or not isinstance(config.ce, bool):
+        raise UsageError("a ready Controller or extrapolator instance has no command line")
+    out = ["--policy", config.policy]
+    for item in as_key_values(config.policy_kwargs):
+        out += ["--policy-arg", item]
+    out += ["--ce"] if config.ce else []
+    for item in as_key_values(config.ce_kwargs):
+        out += ["--ce-arg", item]
+    defaults = DecodeConfig()
+    for name in _PLAIN:   # the cache and the window always (a stored run's command says them), the rest if set
+        value = getattr(config, name)
+        if value is None or (value == getattr(defaults, name) and name != "cache"):
+            continue
+        out += [f"--{name.replace('_', '-')}"] if value is True else [f"--{name.replace('_', '-')}", str(value)]
+    return out

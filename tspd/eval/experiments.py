@@ -31,9 +31,7 @@ to tspd's own code are not detected: pass ``force=True`` (or delete the files) a
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import dataclasses
 import hashlib
 import io
 import json
@@ -43,134 +41,23 @@ import shlex
 import time
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from tspd.eval import harness as evaluate
-from tspd.decoding.config import DecodeConfig, canonical
+from tspd.decoding.config import decode_options
 from tspd.decoding.loop import generate
-from tspd.models.loading import load_model, resolve_path
-from tspd.provenance import REPO_ROOT, device_name, git_revision, local, portable
+from tspd.eval import harness as evaluate
+from tspd.eval.job import KEY_VERSION, EvalJob, EvalOptions, RunConfig  # noqa: F401 (KEY_VERSION re-exported)
 from tspd.eval.results import ResultsError, ResultsFile, summarize
 from tspd.eval.tasks import get_task
-from tspd.validate import UsageError
+from tspd.models.loading import load_model, resolve_path
+from tspd.provenance import REPO_ROOT, device_name, git_revision
 
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results" / "runs"
-KEY_VERSION = 1          # bump when the meaning of stored results changes (all keys change with it)
 MAX_MODELS = 2           # models kept loaded per process (an 8B model is 16 GB in bf16)
-
-# fields that do not change what a sample's result is, so they stay out of the key
-_NOT_IN_KEY = ("limit",)
-
-
-# Decoding fields every key names (KEY_VERSION 1); the rest of DecodeConfig enters a key only when it
-# differs from its default, so keys made before DecodeConfig existed still name the same runs.
-_KEYED_DECODE = ("policy", "policy_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
-_OPTIONAL_DECODE = ("temperature", "confidence_dtype", "fast")
-_DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
-
-
-@dataclass(frozen=True, init=False)
-class RunConfig:
-    """One benchmark run: a :class:`DecodeConfig` plus what it runs on. Defaults: the embedded model
-    on its synthetic task, on the CPU.
-
-    Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
-    (``RunConfig(policy="tspd", ce=True)``), and read through (``config.cache``). The window is
-    resolved on construction (None: the checkpoint's own; ``steps`` None: ``gen_length``), ``limit``
-    None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
-    elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Policy and CE
-    settings must be JSON-serialisable: they are part of the key.
-    """
-    model: str = "tiny-arith"          # embedded model name or local checkpoint directory
-    task: str = "arith"                # tspd.eval.tasks name: arith, gsm8k, math, math500, humaneval, mbpp
-    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window)
-    limit: int | None = None           # first n samples of the test split (not part of the key)
-    seed: int = 0                      # sampling seed (matters only at temperature > 0)
-    device: str = "cpu"
-    dtype: str | None = None
-    batch_size: int = 1                # prompts per generate() call
-
-    def __init__(self, model: str = "tiny-arith", task: str = "arith", decode: DecodeConfig | None = None,
-                 limit: int | None = None, seed: int = 0, device: str = "cpu", dtype: str | None = None,
-                 batch_size: int = 1, **decode_fields):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
-        unknown = set(decode_fields) - _DECODE_FIELDS - {"threshold"}
-        if unknown:
-            raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
-        model = str(model).rstrip("/") or str(model)
-        if "policy_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
-            decode_fields["policy_kwargs"] = local(decode_fields["policy_kwargs"])
-        decode = DecodeConfig.of(decode, **decode_fields)
-        if not isinstance(decode.policy, str) or not isinstance(decode.ce, bool):
-            raise UsageError("a stored run names its policy and CE by settings, not by ready instances")
-        canonical(decode.policy_kwargs, "policy_kwargs")
-        canonical(decode.ce_kwargs, "ce_kwargs")
-        set_("model", model)
-        set_("task", task)
-        set_("decode", decode.resolved(model))
-        set_("limit", None if not limit else int(limit))
-        set_("seed", seed)
-        set_("device", str(torch.device(device)))
-        if dtype is None:
-            dtype = "float32" if torch.device(device).type == "cpu" else "bfloat16"
-        set_("dtype", str(dtype).replace("torch.", ""))
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        set_("batch_size", batch_size)
-        if self.limit is not None and self.limit < 0:
-            raise ValueError(f"limit must be >= 0, got {self.limit}")
-
-    def __getattr__(self, name: str):
-        """Decoding settings read through: ``config.policy`` is ``config.decode.policy``."""
-        if name in _DECODE_FIELDS:
-            return getattr(object.__getattribute__(self, "decode"), name)
-        raise AttributeError(f"RunConfig has no attribute {name!r}")
-
-    def __hash__(self) -> int:   # the dict fields are not hashable; the key is
-        return hash((self.key, self.limit))
-
-    def to_dict(self) -> dict:
-        """Flat settings: the run's fields and the decoding's (as every stored sidecar has them)."""
-        d = {"model": self.model, "task": self.task}
-        d.update({k: getattr(self.decode, k) for k in _KEYED_DECODE})
-        defaults = DecodeConfig()
-        d.update({k: getattr(self.decode, k) for k in _OPTIONAL_DECODE
-                  if getattr(self.decode, k) != getattr(defaults, k)})
-        d.update(limit=self.limit, seed=self.seed, device=self.device, dtype=self.dtype, batch_size=self.batch_size)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
-        names = {f.name for f in dataclasses.fields(cls)} | _DECODE_FIELDS
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-    @property
-    def key(self) -> str:
-        """12 hex digits of a SHA-256 over the canonical JSON of every field except ``limit``."""
-        d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
-        d["policy_kwargs"] = portable(d["policy_kwargs"])     # the same key in every clone
-        d["_v"] = KEY_VERSION
-        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-    def replace(self, **changes) -> "RunConfig":
-        """A copy with ``changes`` (run or decoding fields); a new ``gen_length`` brings its own default
-        ``steps`` (one token per step) unless ``steps`` is given or this config's steps were not the
-        default."""
-        decode_changes = {k: changes.pop(k) for k in list(changes) if k in _DECODE_FIELDS or k == "threshold"}
-        decode = DecodeConfig.of(changes.pop("decode", self.decode), **decode_changes)
-        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "decode"}
-        return RunConfig(**{**own, **changes}, decode=decode)
-
-    @property
-    def label(self) -> str:
-        """A short human-readable name: ``arith/fast-dllm+ce/dual/L128``."""
-        return f"{self.task}/{self.policy}{'+ce' if self.ce else ''}/{self.cache}/L{self.gen_length}"
-
 
 def ours_label(model: str, device: str, n: int | None) -> str:
     """``ours (tiny-arith, cpu, n=50)``: the provenance of numbers measured here."""
@@ -261,41 +148,16 @@ def model_fingerprint(model: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 # The harness
 # ------------------------------------------------------------------------------------------------
-def harness_args(config: RunConfig, out: str | Path, profile: bool = False) -> argparse.Namespace:
-    """The ``python -m tspd eval`` arguments of ``config`` (what :func:`tspd.eval.harness.run` takes);
-    ``profile`` is ``--profile`` (phase times in the rows; not part of the configuration).
-
-    CE settings travel as a dict in ``ce`` (:class:`DecodeConfig` accepts ``ce=dict``); the eval
-    command line has no flag for them yet.
-    """
-    d = config.decode
-    return argparse.Namespace(
-        task=config.task, model=config.model, policy=d.policy,
-        policy_arg=[f"{k}={json.dumps(v)}" for k, v in d.policy_kwargs.items()],
-        ce=dict(d.ce_kwargs) if d.ce and d.ce_kwargs else d.ce,
-        cache=d.cache, gen_length=d.gen_length, block_length=d.block_length, steps=d.steps, threshold=None,
-        temperature=d.temperature, confidence_dtype=d.confidence_dtype, fast=d.fast, seed=config.seed,
-        limit=config.limit, batch_size=config.batch_size, device=config.device, dtype=config.dtype, chat="auto",
-        data_dir=None, source=None, grade_workers=2, controller=None, truncate_prompt=False, profile=profile,
-        out=str(out))
-
-
 def eval_command(config: RunConfig, results_dir: str | Path | None = None) -> str:
-    """The shell command that fills this config's results file (for runs outside a notebook)."""
-    a = harness_args(config, Path(results_dir or DEFAULT_RESULTS_DIR) / f"{config.key}.jsonl")
-    if isinstance(a.ce, dict):
-        raise ValueError("CE settings (ce_kwargs) cannot be given on the eval command line yet; use run()")
-    parts = ["python -m tspd eval", f"--task {a.task}", f"--model {shlex.quote(a.model)}", f"--policy {a.policy}"]
-    parts += [f"--policy-arg {shlex.quote(x)}" for x in a.policy_arg]
-    parts += ["--ce"] if a.ce else []
-    parts += [f"--cache {a.cache}", f"--gen-length {a.gen_length}", f"--block-length {a.block_length}",
-              f"--steps {a.steps}", f"--seed {a.seed}", f"--batch-size {a.batch_size}", f"--device {a.device}",
-              f"--dtype {a.dtype}"]
-    parts += [f"--temperature {a.temperature}"] if a.temperature else []
-    parts += [f"--confidence-dtype {a.confidence_dtype}"] if a.confidence_dtype != "float32" else []
-    parts += ["--fast"] if a.fast else []
-    parts += [f"--limit {a.limit}"] if a.limit else []
-    return " ".join(parts + [f"--out {shlex.quote(a.out)}"])
+    """The shell command that fills this config's results file (for runs outside a notebook): the same
+    job as :func:`run`'s, so either one resumes the other's rows."""
+    out = Path(results_dir or DEFAULT_RESULTS_DIR) / f"{config.key}.jsonl"
+    decode = config.decode.replace(seed=None)     # the run's seed is --seed
+    parts = ["python -m tspd eval", "--task", config.task, "--model", config.model, *decode_options(decode),
+             "--seed", str(config.seed), "--batch-size", str(config.batch_size), "--device", config.device,
+             "--dtype", config.dtype]
+    parts += ["--limit", str(config.limit)] if config.limit else []
+    return " ".join([parts[0], *map(shlex.quote, parts[1:]), "--out", shlex.quote(str(out))])
 
 
 def _cached_seam() -> "evaluate.Seam":
@@ -379,9 +241,7 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
     name = ((meta or {}).get("devices") or ["unknown"])[-1]
     if todo:
         name = device_name(config.device)
-        stored_config = {k: v for k, v in config.to_dict().items() if k not in _NOT_IN_KEY}
-        stored_config["policy_kwargs"] = portable(stored_config["policy_kwargs"])   # readable in any clone
-        meta = meta or {"key": key, "config": stored_config, "model_fingerprint": fingerprint,
+        meta = meta or {"key": key, "config": config.keyed(), "model_fingerprint": fingerprint,
                         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "devices": []}
         if meta["devices"] and name not in meta["devices"]:
             warnings.warn(f"{config.label}: resuming on {name}, earlier samples ran on {meta['devices'][-1]}; "
@@ -394,7 +254,8 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
         try:
             with quiet:
-                evaluate.run(harness_args(config, paths["rows"], profile), seam=seam or _cached_seam(), task=task)
+                job = EvalJob(config, paths["rows"], EvalOptions(profile=profile))
+                evaluate.run(job, seam=seam or _cached_seam(), task=task)
         except ResultsError as e:
             if force:
                 raise
@@ -447,5 +308,5 @@ def paper_config(row: dict, method_default_cache: str = "dual", **overrides) -> 
     return RunConfig(**fields)
 
 
-__all__ = ["RunConfig", "RunResult", "run", "run_many", "load_result", "paper_config", "harness_args", "eval_command",
+__all__ = ["RunConfig", "RunResult", "run", "run_many", "load_result", "paper_config", "eval_command",
            "get_model", "clear_models", "device_name", "model_fingerprint", "DEFAULT_RESULTS_DIR"]

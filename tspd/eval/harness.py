@@ -1,5 +1,10 @@
 """``python -m tspd eval``: run a benchmark; one JSON line per sample, resumable; a summary at the end.
 
+:func:`run` takes one typed job (:class:`tspd.eval.job.EvalJob`: the :class:`~tspd.eval.job.RunConfig`, the
+rows file and the run-time options); the command line builds it (:func:`job_from_args`), the notebooks'
+registry (:func:`tspd.eval.experiments.run`) builds it from a RunConfig, and nothing below here sees a
+command line.
+
 Each finished batch is graded and its rows are appended to ``--out`` (flushed and fsync'd) before the
 next batch starts, so a killed run loses only the batch in flight. Rerunning with the same ``--out``
 reads the rows already there (a truncated last line is dropped), skips their ids and goes on; rows of
@@ -37,155 +42,95 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tspd.decoding.config import DecodeConfig
+from tspd.decoding.config import DecodeConfig, add_decode_arguments
+from tspd.eval.job import CHAT_MODES, EvalJob, EvalOptions, RunConfig
 from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, summarize, summary_path  # noqa: F401 (re-exported)
 from tspd.eval.shard import Shard, merge
-from tspd.provenance import portable
-from tspd.validate import CACHE_MODES
 from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
+from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, add_model_arguments
+from tspd.options import add_dataclass_arguments, from_args
+from tspd.validate import UsageError, check_device, check_dtype
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
 
 
 # --------------------------------------------------------------------------------------------
-# CLI
+# CLI: options -> one EvalJob
 # --------------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", required=True, choices=sorted(TASKS), help="benchmark")
-    p.add_argument("--model", default=None,
-                   help=f"checkpoint directory or embedded model name (None: the embedded one), "
-                        f"or '{REFERENCE}' for the data set's reference answers")
-    p.add_argument("--policy", default="vanilla", help="decoding controller (tspd.decoding.controllers)")
-    p.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra controller argument (value parsed as JSON when it can be); repeatable")
-    p.add_argument("--ce", action="store_true", help="Confidence Extrapolation")
-    p.add_argument("--cache", choices=CACHE_MODES, default="none", help="KV cache mode")
-    p.add_argument("--fast", action="store_true",
-                   help="replay forwards from CUDA graphs (tspd.decoding.graphs): same tokens, less host overhead on a GPU; "
-                        "graphs are captured again whenever a batch's prompt width changes")
-    p.add_argument("--gen-length", type=int, default=None,
-                   help="generated positions L_gen (default: the checkpoint's own; 256 for LLaDA-8B)")
-    p.add_argument("--block-length", type=int, default=None,
-                   help="semi-autoregressive block width (default: the checkpoint's own; 32 for LLaDA-8B)")
-    p.add_argument("--steps", type=int, default=None, help="step budget (None: gen length)")
-    p.add_argument("--threshold", type=float, default=None, help="confidence threshold of the policy")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    p.add_argument("--confidence-dtype", default="float32", choices=("float32", "float64", "bfloat16"),
-                   help="dtype of the softmax statistics (LLaDA: bfloat16, Fast-dLLM: float64)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (temperature > 0)")
+    add_model_arguments(p, f", or '{REFERENCE}' for the data set's reference answers")
+    add_decode_arguments(p)
     p.add_argument("--limit", type=int, default=None, help="first N samples only (0 or unset: all)")
     p.add_argument("--batch-size", type=int, default=1, help="prompts per generate() call")
-    p.add_argument("--device", default="cpu", help="torch device of the model")
-    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
-                   help="model dtype (auto: float32 on CPU, bfloat16 elsewhere)")
-    p.add_argument("--chat", default="auto", choices=("auto", "on", "off"),
-                   help="chat template: auto = when the tokenizer has one (Instruct models)")
-    p.add_argument("--data-dir", default=None, help="evaluation data directory (None: $TSPD_DATA_DIR, "
-                                                    "<repo>/../shared/data, <repo>/data)")
-    p.add_argument("--source", default=None, help="a 'datasets' hub id to read instead of local files")
-    p.add_argument("--grade-workers", type=int, default=2, help="parallel sandboxes for code tasks")
-    p.add_argument("--controller", default=None,
-                   help="trained tspd / learn2pd controller: a directory or weights stem (default: the one in "
-                        "<model>/controllers/), or an embedded model's name to borrow its controller")
-    p.add_argument("--truncate-prompt", action="store_true",
-                   help="keep the last tokens of prompts too long for the model (default: refuse them); "
-                        "counted in the summary")
-    p.add_argument("--profile", action="store_true",
-                   help="time each batch's model forwards, controller and CE (generate(profile=True), which "
-                        "synchronises the device at every phase) and store each row's share of them")
+    add_dataclass_arguments(p, EvalOptions, choices={"chat": CHAT_MODES})
     p.add_argument("--out", required=True, help="results FILE.jsonl (resumed if it exists)")
+
+
+def job_from_args(args: argparse.Namespace) -> EvalJob:
+    """The job an eval command line asks for; device, dtype, batch size and limit checked first."""
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit must be >= 0 (0: every sample), got {args.limit}")
+    model = args.model or DEFAULT_MODEL
+    if model != REFERENCE:
+        check_device(args.device)
+        check_dtype(args.dtype)
+    decode = DecodeConfig.from_args(args)       # policy and its arguments, lengths, temperature: checked here
+    if model == REFERENCE:                      # no checkpoint to take a window from
+        decode = decode.replace(gen_length=decode.gen_length or PAPER_LENGTHS[0],
+                                block_length=decode.block_length or PAPER_LENGTHS[1])
+    run = RunConfig(model=model, task=args.task, decode=decode.replace(seed=None), limit=args.limit,
+                    seed=0 if decode.seed is None else decode.seed, device=args.device, dtype=args.dtype,
+                    batch_size=args.batch_size)
+    return EvalJob(run, Path(args.out), from_args(EvalOptions, args))
 
 
 def main(args: argparse.Namespace, seam: "Seam | None" = None) -> int:
     """``python -m tspd eval``; ``seam`` as in :func:`run`."""
+    out = args.out
     try:
-        if args.controller:
-            from tspd.decoding.controllers.weights import controller_weights
-            args.policy_arg = [*args.policy_arg, f"weights={json.dumps(controller_weights(args.controller, args.policy))}"]
-        fill_lengths(args)
-        summary = run(args, seam)
+        job = job_from_args(args)
+        summary = run(job, seam)
     except (TaskDataError, ResultsError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\ninterrupted: finished samples are in {args.out}; rerun the same command to resume",
-              file=sys.stderr)
+        print(f"\ninterrupted: finished samples are in {out}; rerun the same command to resume", file=sys.stderr)
         return 130
     print(json.dumps(summary, indent=2))
     return 0
 
 
-# --------------------------------------------------------------------------------------------
-# Configuration
-# --------------------------------------------------------------------------------------------
-def parse_policy_args(items: list[str]) -> dict:
-    """``["k=v", ...]`` -> dict; values are JSON when they parse (numbers, booleans), else strings."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--policy-arg expects KEY=VALUE, got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-def check_args(args: argparse.Namespace) -> None:
-    """Every option checked before any weights load or any row is written (tspd.validate)."""
-    from tspd.models.loading import CheckpointError, read_config, resolve_path
+def check_job(job: EvalJob) -> None:
+    """What a job needs before any weights load or any row is written: a writable results file, a
+    checkpoint trained on this version of its task, and a learned policy's trained weights."""
     from tspd.decoding.controllers.weights import check_controller_files
-    from tspd.validate import UsageError, check_device, check_dtype
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.limit is not None and args.limit < 0:
-        raise UsageError(f"--limit must be >= 0 (0: every sample), got {args.limit}")
-    out = Path(args.out)
+    from tspd.models.loading import CheckpointError, read_config, resolve_path
+    out = job.out
     if out.is_dir():
         raise UsageError(f"--out {out} is a directory: give a results file such as {out / 'results.jsonl'}")
     parent = out.parent if str(out.parent) else Path(".")
     existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
     if not existing.is_dir() or not os.access(existing, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"cannot write --out {out}: choose a path in a writable directory")
-    if args.model == REFERENCE:
+    run = job.run
+    if run.model == REFERENCE:
         return
-    check_device(args.device)
-    check_dtype(args.dtype)
     try:   # a directory that is not a checkpoint fails in load_model, which reads config.json before weights
-        path = resolve_path(args.model)
+        path = resolve_path(run.model)
         config, _ = read_config(path)
     except CheckpointError:
         path = config = None
     trained_on = (getattr(config, "extra", None) or {}).get("tspd_task", {}).get("fingerprint")
-    if args.task == "arith" and trained_on:
+    if run.task == "arith" and trained_on:
         from tspd.eval.tasks import arith
         if trained_on != arith.fingerprint():
             raise UsageError(f"{path} was trained on another version of tspd.eval.tasks.arith (task fingerprint "
                              f"{trained_on}, this code's {arith.fingerprint()}): retrain it with "
                              f"`python -m tspd train-lm`, or check out the revision it was trained with")
-    decode = decode_config(args)   # policy and its arguments, lengths, temperature, dtype: checked on construction
-    check_controller_files(args.model, args.policy, decode.policy_kwargs)
-
-
-def fill_lengths(args: argparse.Namespace) -> None:
-    """``--gen-length`` / ``--block-length`` not given: the checkpoint's own (its config.json, no weights)."""
-    from tspd.models.loading import PAPER_LENGTHS, decode_lengths
-    if args.gen_length is None or args.block_length is None:
-        own = PAPER_LENGTHS if args.model == REFERENCE else decode_lengths(args.model)
-        args.gen_length = args.gen_length or own[0]
-        args.block_length = args.block_length or own[1]
-
-
-def run_config(args: argparse.Namespace) -> dict:
-    """Everything that changes what a sample's row contains (not: limit, batch size, device, paths)."""
-    return {"task": args.task, "split": "test", "source": args.source, "model": args.model,
-            "policy": args.policy, "policy_kwargs": portable(parse_policy_args(args.policy_arg)), "ce": args.ce,
-            "cache": args.cache, "gen_length": args.gen_length, "block_length": args.block_length,
-            "steps": args.steps, "threshold": args.threshold, "temperature": args.temperature,
-            "seed": args.seed, "chat": args.chat, "dtype": args.dtype,
-            **({"truncate_prompt": True} if args.truncate_prompt else {}),
-            **({"confidence_dtype": args.confidence_dtype} if args.confidence_dtype != "float32" else {})}
+    check_controller_files(run.model, run.policy, run.policy_kwargs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,31 +172,22 @@ def package_seam() -> Seam:
     return load_model, generate
 
 
-def decode_config(args: argparse.Namespace) -> DecodeConfig:
-    """The decoding an eval command line asks for (``--threshold`` joins ``--policy-arg``)."""
-    return DecodeConfig.of(policy=args.policy, policy_kwargs=parse_policy_args(args.policy_arg), ce=args.ce,
-                           cache=args.cache, gen_length=args.gen_length, block_length=args.block_length,
-                           steps=args.steps, temperature=args.temperature, threshold=args.threshold,
-                           seed=args.seed if args.temperature > 0 else None, fast=args.fast,
-                           confidence_dtype=args.confidence_dtype)
-
-
 class ModelBackend:
     """Prompts -> ``generate`` -> stop strings; counts NFE and non-padding generated tokens."""
 
-    def __init__(self, task: Task, args: argparse.Namespace, device: str | None = None, seam: Seam | None = None):
+    def __init__(self, task: Task, job: EvalJob, device: str | None = None, seam: Seam | None = None):
         load_model, self.generate = seam or package_seam()
-        self.task, self.args = task, args
-        dtype = None if args.dtype == "auto" else args.dtype
-        self.model = load_model(args.model, device=device or args.device, dtype=dtype)
+        run = job.run
+        self.task, self.gen_length = task, run.gen_length
+        self.model = load_model(run.model, device=device or run.device, dtype=run.dtype)
         self.tokenizer = getattr(self.model, "tokenizer", None)
-        wanted = {"auto": None, "on": True, "off": False}[args.chat]
+        wanted = {"auto": None, "on": True, "off": False}[job.options.chat]
         self.chat = task.supports_chat and use_chat(self.tokenizer, wanted)
         special = self.model.special
         self.skip_ids = set(special.stop_ids()) | {special.pad, special.mask}
-        self.decode = decode_config(args)
-        self.call_options = {"truncate_prompt": True} if args.truncate_prompt else {}
-        if getattr(args, "profile", False):
+        self.decode = job.decode
+        self.call_options = {"truncate_prompt": True} if job.options.truncate_prompt else {}
+        if job.options.profile:
             self.call_options["profile"] = True
 
     def __call__(self, samples: list[dict]) -> BatchOutput:
@@ -264,9 +200,9 @@ class ModelBackend:
         if ids is not None:
             rows = ids.tolist()
             gen_tokens = [sum(1 for t in row if t not in self.skip_ids) for row in rows]
-            gen_length = len(rows[0]) if rows else self.args.gen_length
+            gen_length = len(rows[0]) if rows else self.gen_length
         else:
-            gen_tokens, gen_length = [None] * len(samples), self.args.gen_length
+            gen_tokens, gen_length = [None] * len(samples), self.gen_length
         phases = {k: float(getattr(out, k)) for k in PHASES if getattr(out, k, None) is not None}
         return BatchOutput(texts, raw, nfe, gen_tokens, float(out.seconds), gen_length,
                            list(getattr(out, "truncated", None) or []) or None, phases or None)
@@ -305,26 +241,27 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
     return rows
 
 
-def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = None) -> dict:
-    """Evaluate (resuming ``args.out``) and return the summary (also written next to the out file).
+def run(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dict:
+    """Evaluate ``job`` (resuming its rows file) and return the summary (also written next to that file).
 
     ``seam`` is the ``(load_model, generate)`` pair the model backend uses: None for the package's
     own; :func:`tspd.eval.experiments.run` passes one that keeps models loaded between runs. ``task``
-    is the benchmark (None: ``get_task(args.task)``; a caller may pass one it has already loaded).
+    is the benchmark (None: ``get_task(job.run.task)``; a caller may pass one it has already loaded).
     """
-    check_args(args)
-    task = task or get_task(args.task, data_dir=args.data_dir, source=args.source)
-    samples = task.samples(args.limit or None)      # --limit 0 / None: every sample
-    config = run_config(args)
+    check_job(job)
+    run_, options, out_path = job.run, job.options, job.out
+    task = task or get_task(run_.task, data_dir=options.data_dir, source=options.source)
+    samples = task.samples(run_.limit)              # limit None: every sample
+    config = job.row_config()
     cid = config_id(config)
     shard = Shard.from_env()   # torchrun / accelerate launch: this process's share (tspd.eval.shard)
-    results = ResultsFile(shard.path(args.out))
+    results = ResultsFile(shard.path(out_path))
     existing = results.load()
-    if shard.active and Path(args.out).exists():   # rows merged by an earlier sharded or plain run
-        existing += [r for r in ResultsFile(args.out).load() if r["id"] not in {e["id"] for e in existing}]
+    if shard.active and out_path.exists():   # rows merged by an earlier sharded or plain run
+        existing += [r for r in ResultsFile(out_path).load() if r["id"] not in {e["id"] for e in existing}]
     foreign = next((r for r in existing if r.get("config") != cid), None)
     if foreign is not None:
-        raise ResultsError(f"{args.out} holds results of another configuration (config "
+        raise ResultsError(f"{out_path} holds results of another configuration (config "
                            f"{foreign.get('config')} != {cid}); use another --out")
     done = {r["id"] for r in existing}
     pending = [s for s in shard.take(samples) if s["id"] not in done]
@@ -332,8 +269,8 @@ def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = 
     t_start = time.perf_counter()
     chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
     if pending:
-        gen = ReferenceBackend(task) if args.model == REFERENCE else \
-            ModelBackend(task, args, shard.device(args.device), seam)
+        gen = ReferenceBackend(task) if run_.model == REFERENCE else \
+            ModelBackend(task, job, shard.device(run_.device), seam)
         chat = gen.chat
         session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
         from tqdm import tqdm
@@ -342,11 +279,11 @@ def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = 
                    f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
                    unit="sample", disable=None, file=sys.stderr)
         try:
-            for k in range(0, len(pending), args.batch_size):
-                batch = pending[k:k + args.batch_size]
+            for k in range(0, len(pending), run_.batch_size):
+                batch = pending[k:k + run_.batch_size]
                 out = gen(batch)
-                grades = grade_batch(task, batch, out.texts, args.grade_workers)
-                index = k // args.batch_size
+                grades = grade_batch(task, batch, out.texts, options.grade_workers)
+                index = k // run_.batch_size
                 rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
                 results.append(rows)
                 existing.extend(rows)
@@ -361,7 +298,7 @@ def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = 
         if shard.rank != 0:
             shard.close()
             return {"shard": shard.rank, "world": shard.world, "n": len(existing)}
-        existing = merge(args.out, [s["id"] for s in samples], lambda f: ResultsFile(f).load())
+        existing = merge(out_path, [s["id"] for s in samples], lambda f: ResultsFile(f).load())
         shard.close()
     wanted = {s["id"] for s in samples}
     rows = {}
@@ -369,10 +306,10 @@ def run(args: argparse.Namespace, seam: Seam | None = None, task: Task | None = 
         if r["id"] in wanted:
             rows.setdefault(r["id"], r)
     summary = summarize(list(rows.values()), n_selected=len(samples))
-    summary.update({"task": task.name, "model": args.model, "chat": chat, "config": config,
-                    "config_id": cid, "out": str(args.out), "shards": shard.world,
+    summary.update({"task": task.name, "model": run_.model, "chat": chat, "config": config,
+                    "config_id": cid, "out": str(out_path), "shards": shard.world,
                     "run_seconds": round(time.perf_counter() - t_start, 3)})
-    path = summary_path(args.out)
+    path = summary_path(out_path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(summary, indent=2) + "\n")
     os.replace(tmp, path)

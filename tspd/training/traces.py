@@ -27,11 +27,12 @@ from pathlib import Path
 
 import torch
 
+from tspd.decoding.config import POLICY_OPTIONS, DecodeConfig, add_decode_arguments
 from tspd.decoding.controllers import Controller, StepView, make_controller
 from tspd.decoding.controllers.egp import EGP
-from tspd.decoding.config import DecodeConfig
-from tspd.decoding.loop import CACHE_MODES, generate
+from tspd.decoding.loop import generate
 from tspd.eval.tasks import render_prompt
+from tspd.models.loading import DEFAULT_MODEL, add_model_arguments
 
 FORMAT = "tspd-traces-v1"
 CHANNELS = ("conf", "ce_conf", "entropy", "ewma", "momentum", "u")
@@ -83,24 +84,24 @@ def block_sequences(steps: list[dict], final: torch.Tensor, block_length: int):
                    torch.stack([st["masked"][row] for st in live]))
 
 
-def collect(model, prompts: list, *, gen_length: int | None = None, block_length: int | None = None,
-            steps: int | None = None,
-            policy: str = "egp", batch_size: int = 8, ce=True, ce_kwargs: dict | None = None,
-            cache: str = "none", progress: bool = True, meta: dict | None = None) -> dict:
+COLLECT = DecodeConfig(ce=True)   # what collect() decodes with by default: the checkpoint's window, CE on
+
+
+def collect(model, prompts: list, decode: DecodeConfig = COLLECT, *, policy: str = "egp", batch_size: int = 8,
+            progress: bool = True, meta: dict | None = None) -> dict:
     """Decode ``prompts`` (strings or id lists) and return the trace file's content (see module doc).
 
-    ``gen_length`` / ``block_length`` None: the checkpoint's own (:func:`tspd.models.loading.decode_lengths`).
+    ``decode`` gives the window (None lengths: the checkpoint's own), cache and CE of the recorded
+    decoding; its controller is the collection ``policy``'s (EGP, or vanilla), and the vanilla
+    reference EGP reproduces is decoded with the same window and cache, without CE.
     """
-    if gen_length is None or block_length is None:
-        from tspd.models.loading import decode_lengths
-        own = decode_lengths(model)
-        gen_length, block_length = gen_length or own[0], block_length or own[1]
+    decode = decode.resolved(model)
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     from tqdm.auto import tqdm
     feats, labels, masked, offsets, prompt_idx, blocks = [], [], [], [0], [], []
     stats = dict(egp_matches_vanilla=0, egp_rows=0, rows=0, forwards=0, vanilla_forwards=0)
-    base = DecodeConfig(gen_length=gen_length, block_length=block_length, steps=steps, cache=cache)
+    base = decode.replace(policy="vanilla", policy_kwargs={}, ce=False, ce_kwargs={})   # the reference
     bar = tqdm(total=len(prompts), desc=f"collect-traces ({policy})", disable=not progress, unit="prompt")
     for k, start in enumerate(range(0, len(prompts), batch_size)):
         batch = prompts[start:start + batch_size]
@@ -111,13 +112,13 @@ def collect(model, prompts: list, *, gen_length: int | None = None, block_length
             rec = Recorder(EGP(reference=ref.token_ids))
         else:
             rec = Recorder(make_controller("vanilla"))
-        out = generate(model, batch, base, policy=rec, ce=ce, ce_kwargs=ce_kwargs)
+        out = generate(model, batch, decode, policy=rec, policy_kwargs={})
         stats["forwards"] += out.nfe
         stats["rows"] += len(batch)
         if use_egp:
             stats["egp_matches_vanilla"] += int((out.token_ids == ref.token_ids).all(-1).sum())
             stats["egp_rows"] += len(batch)
-        for row, b, f, y, m in block_sequences(rec.steps, out.token_ids, block_length):
+        for row, b, f, y, m in block_sequences(rec.steps, out.token_ids, decode.block_length):
             feats.append(f)
             labels.append(y)
             masked.append(m)
@@ -135,8 +136,8 @@ def collect(model, prompts: list, *, gen_length: int | None = None, block_length
         "offsets": torch.tensor(offsets),                 # sequence m = steps offsets[m]:offsets[m + 1]
         "prompt_index": torch.tensor(prompt_idx),         # [M]
         "block": torch.tensor(blocks),                    # [M]
-        "meta": dict(meta or {}, policy=policy, gen_length=gen_length, block_length=block_length,
-                     steps=steps or gen_length, cache=cache, ce=bool(ce), ce_kwargs=ce_kwargs or {},
+        "meta": dict(meta or {}, policy=policy, gen_length=decode.gen_length, block_length=decode.block_length,
+                     steps=decode.steps, cache=decode.cache, ce=bool(decode.ce), ce_kwargs=decode.ce_kwargs,
                      prompts=len(prompts), **stats),
     }
 
@@ -217,32 +218,28 @@ def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> 
 # CLI
 # ------------------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="tiny-arith", help="zoo name or local checkpoint directory")
+    add_model_arguments(p)
     p.add_argument("--prompts", default="arith-traces", help="arith-traces, flan, or a .jsonl/.txt file")
     p.add_argument("--flan-source", default=None, help="FLAN JSONL file or datasets hub id (with --prompts flan)")
     p.add_argument("--n", type=int, default=None, help="number of prompts (default: all)")
-    p.add_argument("--gen-length", type=int, default=None, help="generated positions (default: the checkpoint's own)")
-    p.add_argument("--block-length", type=int, default=None, help="block width (default: the checkpoint's own)")
-    p.add_argument("--steps", type=int, default=None, help="LLaDA step budget (default: gen length)")
     p.add_argument("--policy", choices=POLICIES, default="egp",
                    help="collection policy: egp (the oracle, App. A.4), vanilla (standard PD) or mixed (Table 9)")
-    p.add_argument("--no-ce", action="store_true", help="do not run CE (ce_conf = conf, u = 0)")
-    p.add_argument("--cache", choices=CACHE_MODES, default="none", help="KV cache mode while collecting")
+    add_decode_arguments(p, skip=POLICY_OPTIONS + ("temperature", "seed"))   # EGP replays a greedy reference
+    p.set_defaults(ce=COLLECT.ce)          # --no-ce: ce_conf = conf, u = 0
     p.add_argument("--batch-size", type=int, default=8, help="prompts decoded together")
     p.add_argument("--chat", choices=("on", "off"), default="off",
                    help="wrap prompts in the tokenizer's chat template (Instruct checkpoints)")
-    p.add_argument("--device", default="cpu", help="torch device of the model")
     p.add_argument("--out", required=True, help="output .pt file")
 
 
 def main(args) -> int:
     from tspd.models.loading import load_model
-    model = load_model(args.model, device=args.device)
+    decode = DecodeConfig.from_args(args)
+    model = load_model(args.model, device=args.device, dtype=args.dtype)
     prompts = load_prompts(args.prompts, args.n, args.flan_source)
     prompts = [render_prompt(q, model.tokenizer, args.chat == "on") for q in prompts]
-    data = collect(model, prompts, gen_length=args.gen_length, block_length=args.block_length, steps=args.steps,
-                   policy=args.policy, batch_size=args.batch_size, ce=not args.no_ce, cache=args.cache,
-                   meta=dict(model=str(args.model), prompt_source=args.prompts))
+    data = collect(model, prompts, decode, policy=args.policy, batch_size=args.batch_size,
+                   meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=args.prompts))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(data, str(out))

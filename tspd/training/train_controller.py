@@ -39,7 +39,8 @@ import torch.nn.functional as F
 
 from tspd.decoding.controllers.learn2pd import WIDTH, Learn2PDNet
 from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, features_without, stack_features
-from tspd.decoding.controllers.weights import LEARNED, save_controller
+from tspd.decoding.controllers.weights import LEARNED, save_controller, stem_of
+from tspd.options import add_dataclass_arguments, from_args
 from tspd.training.traces import CHANNELS, load_traces
 
 KINDS = LEARNED                 # the learned controllers (tspd.decoding.controllers.weights)
@@ -49,23 +50,22 @@ CONFIDENCE_FEATURES = ("conf", "ewma", "momentum")   # the channels that get Gau
 
 @dataclass
 class ControllerTrainConfig:
-    kind: str = "tspd"
-    arch: str = "lstm"              # TSPD architecture (Tables 6 and 8)
-    layers: int = 2
-    hidden: int = 16
-    features: tuple[str, ...] = FEATURES
-    ce: str | None = None           # on / off / mixed; default mixed for tspd, off for learn2pd
-    epochs: int | None = None       # 300 (TSPD; the paper's 5,000 GPU epochs, early stopping ends sooner) /
-                                    # 5,000 full-batch epochs (Learn2PD's tiny MLP; its paper runs 40,000)
-    patience: int | None = None     # epochs without a better validation loss: 30 (TSPD) / 300 (Learn2PD)
-    lr: float | None = None         # 1e-3 (paper, TSPD) / 3e-3 (Learn2PD)
-    weight_decay: float = 1e-2      # Appendix A.5
-    batch: int | None = None        # units per optimiser step: 256 sequences (TSPD) / all steps (Learn2PD)
-    dropout: float | None = None    # channel dropout on r: 0.1 (TSPD), 0 (Learn2PD)
-    noise: float | None = None      # Gaussian sigma on confidence features: 0.01 (TSPD), 0 (Learn2PD)
-    class_weight: str | None = None  # "inverse" (TSPD, Appendix A.5) or "none" (Learn2PD)
-    val_fraction: float = 0.1       # Appendix A.5's held-out 10 %
-    seed: int = 0
+    kind: str = "tspd"              # the paper's TSPD gate (Section 3.2) or the Learn2PD filter
+    arch: str = "lstm"              # TSPD cell: lstm (the paper) or mlp (Table 6)
+    layers: int = 2                 # recurrent layers (App. A.3: 2; Table 6 varies it)
+    hidden: int = 16                # hidden units (App. A.3: 16; Table 8 varies it)
+    features: tuple[str, ...] = FEATURES   # the gate's inputs r (App. A.3; Table 7 drops some)
+    ce: str | None = None           # features with CE on / off / mixed (default: mixed for tspd, off for learn2pd)
+    epochs: int | None = None       # default 300 (tspd; early stopping ends sooner than the paper's 5,000) / 5000 (learn2pd)
+    patience: int | None = None     # epochs without a better validation loss: default 30 (tspd) / 300 (learn2pd)
+    lr: float | None = None         # AdamW learning rate: default 1e-3 (the paper, tspd) / 3e-3 (learn2pd)
+    weight_decay: float = 1e-2      # AdamW weight decay (Appendix A.5)
+    batch: int | None = None        # units per optimiser step, 0 = full batch: default 256 sequences (tspd) / 0 (learn2pd)
+    dropout: float | None = None    # feature-channel dropout on r: default 0.1 (tspd) / 0 (learn2pd)
+    noise: float | None = None      # Gaussian sigma on the confidence features: default 0.01 (tspd) / 0 (learn2pd)
+    class_weight: str | None = None  # BCE class weighting: default inverse (tspd, Appendix A.5) / none (learn2pd)
+    val_fraction: float = 0.1       # prompts held out for validation and early stopping (Appendix A.5's 10 %)
+    seed: int = 0                   # initialisation, split and augmentation seed
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -266,24 +266,11 @@ def train(traces: dict, cfg: ControllerTrainConfig, progress: bool = True):
 # ------------------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", required=True, help="trace file from `python -m tspd collect-traces`")
-    p.add_argument("--kind", choices=KINDS, default="tspd", help="the paper's TSPD gate or the Learn2PD filter")
-    p.add_argument("--arch", choices=("lstm", "mlp"), default="lstm", help="TSPD cell: LSTM (the paper) or MLP (Table 6)")
-    p.add_argument("--layers", type=int, default=2, help="recurrent layers (App. A.3: 2)")
-    p.add_argument("--hidden", type=int, default=16, help="hidden units (App. A.3: 16; Table 8 varies it)")
+    add_dataclass_arguments(p, ControllerTrainConfig, skip=("features",),
+                            choices={"kind": KINDS, "arch": ("lstm", "mlp"), "ce": CE_MODES,
+                                     "class_weight": ("inverse", "none")})
     p.add_argument("--features", default=",".join(FEATURES), help=f"comma list from {','.join(FEATURES)}")
     p.add_argument("--drop", default="", help="Table 7 ablation: comma list of confidence,entropy,momentum,position")
-    p.add_argument("--ce", choices=CE_MODES, default=None, help="features with CE on/off/mixed (default per kind)")
-    p.add_argument("--epochs", type=int, default=None, help="default 300 (tspd) / 5000 (learn2pd)")
-    p.add_argument("--patience", type=int, default=None, help="default 30 (tspd) / 300 (learn2pd)")
-    p.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default per kind)")
-    p.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW weight decay")
-    p.add_argument("--batch", type=int, default=None, help="units per step (0 = full batch)")
-    p.add_argument("--dropout", type=float, default=None, help="feature-channel dropout (default per kind)")
-    p.add_argument("--noise", type=float, default=None, help="Gaussian feature noise (default per kind)")
-    p.add_argument("--class-weight", choices=("inverse", "none"), default=None,
-                   help="BCE class weighting (default per kind: inverse for tspd)")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="prompts held out for validation / early stopping")
-    p.add_argument("--seed", type=int, default=0, help="initialisation and split seed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output stem, e.g. <model dir>/controllers/tspd")
 
@@ -313,17 +300,13 @@ def main(args) -> int:
     if args.drop:
         dropped = set(FEATURES) - set(features_without([d for d in args.drop.split(",") if d]))
         features = tuple(f for f in features if f not in dropped)
-    cfg = ControllerTrainConfig(kind=args.kind, arch=args.arch, layers=args.layers, hidden=args.hidden,
-                                features=features, ce=args.ce, epochs=args.epochs, patience=args.patience, lr=args.lr,
-                                weight_decay=args.weight_decay, batch=args.batch, dropout=args.dropout,
-                                noise=args.noise, class_weight=args.class_weight, val_fraction=args.val_fraction,
-                                seed=args.seed)
+    cfg = from_args(ControllerTrainConfig, args, features=features)
     traces = load_traces(args.traces)
     net, saved, curve = train(traces, cfg, progress=not args.quiet)
     saved["traces_file"] = str(args.traces)
     saved["model"] = traces["meta"].get("model")
     saved["model_sha256"] = weights_digest(saved["model"])
-    stem = save_controller(net, saved, Path(args.out).with_suffix("") if args.out.endswith(".safetensors") else args.out)
+    stem = save_controller(net, saved, stem_of(args.out, cfg.kind))
     Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
     v = saved["summary"]["val"]
     print(f"wrote {stem}.safetensors/.json/.curve.json: best epoch {saved['summary']['best_epoch']}, "

@@ -19,6 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 import torch
 
@@ -26,7 +27,7 @@ from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
 from tspd.models.loading import decode_lengths
 from tspd.eval.tasks import render_prompt
-from tspd.training.traces import POLICIES, collect, load_prompts, load_traces
+from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
 
 DEFAULT_DIR = REPO_ROOT / "results" / "variants"
@@ -95,9 +96,9 @@ def traces(spec: TraceSpec, results_dir=None, progress: bool = True) -> dict:
     model = get_model(spec.model, spec.device, spec.dtype)
     prompts = load_prompts(spec.prompts, spec.n, spec.flan_source)
     prompts = [render_prompt(q, model.tokenizer, spec.chat) for q in prompts]
-    data = collect(model, prompts, gen_length=spec.gen_length,
-                   block_length=spec.block_length, steps=spec.steps, policy=spec.policy,
-                   batch_size=spec.batch_size, cache=spec.cache, progress=progress,
+    decode = COLLECT.replace(gen_length=spec.gen_length, block_length=spec.block_length, steps=spec.steps,
+                             cache=spec.cache)
+    data = collect(model, prompts, decode, policy=spec.policy, batch_size=spec.batch_size, progress=progress,
                    meta=dict(model=spec.model, prompt_source=spec.prompts, spec=dataclasses.asdict(spec)))
     tmp = path.with_suffix(".tmp")
     torch.save(data, str(tmp))
@@ -202,6 +203,12 @@ class Study:
     patience: int = 20                   # epochs without a better validation loss before stopping
     seed: int = 0
     store: str | Path | None = None      # where traces and controllers are cached (None: DEFAULT_DIR)
+
+    @classmethod
+    def from_parameters(cls, params: Mapping[str, Any], **changes) -> "Study":
+        """A notebook's study, its fields read by name from the parameter cell: ``Study.from_parameters(
+        globals(), store=...)`` (``changes`` win; fields without a parameter keep their defaults)."""
+        return cls(**{**{f.name: params[f.name] for f in dataclasses.fields(cls) if f.name in params}, **changes})
 
     def traces(self, policy: str, n: int = 0) -> dict:
         """Stage 1: the traces of ``n`` (default ``trace_prompts``) prompts decoded by ``policy``."""

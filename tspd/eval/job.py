@@ -1,0 +1,192 @@
+"""What one evaluation is, as typed values: what it decodes and on what (:class:`RunConfig`, whose key
+names its stored results), how it is carried out (:class:`EvalOptions`) and where its rows go
+(:class:`EvalJob`, what :func:`tspd.eval.harness.run` takes).
+
+``python -m tspd eval`` builds an :class:`EvalJob` from its options
+(:func:`tspd.eval.harness.job_from_args`) and the notebooks' registry (:func:`tspd.eval.experiments.run`)
+from a :class:`RunConfig`; the harness never sees a command line. The same decoding asked for either way
+is the same job: the same row configuration (:meth:`EvalJob.row_config`), so either one resumes the
+other's rows file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from tspd.decoding.config import DecodeConfig, canonical
+from tspd.provenance import local, portable
+from tspd.validate import UsageError
+
+KEY_VERSION = 1          # bump when the meaning of stored results changes (all keys change with it)
+CHAT_MODES = ("auto", "on", "off")
+
+# fields that do not change what a sample's result is, so they stay out of the key
+_NOT_IN_KEY = ("limit",)
+
+
+# Decoding fields every key names (KEY_VERSION 1); the rest of DecodeConfig enters a key only when it
+# differs from its default, so keys made before DecodeConfig existed still name the same runs.
+_KEYED_DECODE = ("policy", "policy_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
+_OPTIONAL_DECODE = ("temperature", "confidence_dtype", "fast")
+_DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
+
+
+@dataclass(frozen=True, init=False)
+class RunConfig:
+    """One benchmark run: a :class:`DecodeConfig` plus what it runs on. Defaults: the embedded model
+    on its synthetic task, on the CPU.
+
+    Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
+    (``RunConfig(policy="tspd", ce=True)``), and read through (``config.cache``). The window is
+    resolved on construction (None: the checkpoint's own; ``steps`` None: ``gen_length``), ``limit``
+    None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
+    elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Policy and CE
+    settings must be JSON-serialisable: they are part of the key.
+    """
+    model: str = "tiny-arith"          # embedded model name or local checkpoint directory
+    task: str = "arith"                # tspd.eval.tasks name: arith, gsm8k, math, math500, humaneval, mbpp
+    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window)
+    limit: int | None = None           # first n samples of the test split (not part of the key)
+    seed: int = 0                      # sampling seed (matters only at temperature > 0)
+    device: str = "cpu"
+    dtype: str | None = None
+    batch_size: int = 1                # prompts per generate() call
+
+    def __init__(self, model: str = "tiny-arith", task: str = "arith", decode: DecodeConfig | None = None,
+                 limit: int | None = None, seed: int = 0, device: str = "cpu", dtype: str | None = None,
+                 batch_size: int = 1, **decode_fields):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        unknown = set(decode_fields) - _DECODE_FIELDS - {"threshold"}
+        if unknown:
+            raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
+        model = str(model).rstrip("/") or str(model)
+        if "policy_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
+            decode_fields["policy_kwargs"] = local(decode_fields["policy_kwargs"])
+        decode = DecodeConfig.of(decode, **decode_fields)
+        if not isinstance(decode.policy, str) or not isinstance(decode.ce, bool):
+            raise UsageError("a stored run names its policy and CE by settings, not by ready instances")
+        canonical(decode.policy_kwargs, "policy_kwargs")
+        canonical(decode.ce_kwargs, "ce_kwargs")
+        set_("model", model)
+        set_("task", task)
+        set_("decode", decode.resolved(model))
+        set_("limit", None if not limit else int(limit))
+        set_("seed", seed)
+        set_("device", str(torch.device(device)))
+        if dtype is None:
+            dtype = "float32" if torch.device(device).type == "cpu" else "bfloat16"
+        set_("dtype", str(dtype).replace("torch.", ""))
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        set_("batch_size", batch_size)
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"limit must be >= 0, got {self.limit}")
+
+    def __getattr__(self, name: str):
+        """Decoding settings read through: ``config.policy`` is ``config.decode.policy``."""
+        if name in _DECODE_FIELDS:
+            return getattr(object.__getattribute__(self, "decode"), name)
+        raise AttributeError(f"RunConfig has no attribute {name!r}")
+
+    def __hash__(self) -> int:   # the dict fields are not hashable; the key is
+        return hash((self.key, self.limit))
+
+    def to_dict(self) -> dict:
+        """Flat settings: the run's fields and the decoding's (as every stored sidecar has them)."""
+        d = {"model": self.model, "task": self.task}
+        d.update({k: getattr(self.decode, k) for k in _KEYED_DECODE})
+        defaults = DecodeConfig()
+        d.update({k: getattr(self.decode, k) for k in _OPTIONAL_DECODE
+                  if getattr(self.decode, k) != getattr(defaults, k)})
+        d.update(limit=self.limit, seed=self.seed, device=self.device, dtype=self.dtype, batch_size=self.batch_size)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        names = {f.name for f in dataclasses.fields(cls)} | _DECODE_FIELDS
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def keyed(self) -> dict:
+        """The settings the key covers: every field but ``limit``, repository paths written portably
+        (``<repo>/...``, the same in every clone); what a run's sidecar stores."""
+        d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
+        d["policy_kwargs"] = portable(d["policy_kwargs"])
+        return d
+
+    @property
+    def key(self) -> str:
+        """12 hex digits of a SHA-256 over the canonical JSON of :meth:`keyed`."""
+        blob = json.dumps({**self.keyed(), "_v": KEY_VERSION}, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def replace(self, **changes) -> "RunConfig":
+        """A copy with ``changes`` (run or decoding fields); a new ``gen_length`` brings its own default
+        ``steps`` (one token per step) unless ``steps`` is given or this config's steps were not the
+        default."""
+        decode_changes = {k: changes.pop(k) for k in list(changes) if k in _DECODE_FIELDS or k == "threshold"}
+        decode = DecodeConfig.of(changes.pop("decode", self.decode), **decode_changes)
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "decode"}
+        return RunConfig(**{**own, **changes}, decode=decode)
+
+    @property
+    def label(self) -> str:
+        """A short human-readable name: ``arith/fast-dllm+ce/dual/L128``."""
+        return f"{self.task}/{self.policy}{'+ce' if self.ce else ''}/{self.cache}/L{self.gen_length}"
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How a run is carried out beyond what it decodes: the eval command's other options."""
+    chat: str = "auto"                 # chat template: auto (when the tokenizer has one, Instruct models) | on | off
+    source: str | None = None          # a 'datasets' hub id to read instead of local files
+    data_dir: str | None = None        # evaluation data directory (default: $TSPD_DATA_DIR, <repo>/../shared/data, <repo>/data)
+    truncate_prompt: bool = False      # keep the last tokens of prompts too long for the model (default: refuse them)
+    grade_workers: int = 2             # parallel sandboxes for code tasks
+    profile: bool = False              # time each batch's forwards, controller and CE into its rows (syncs the device)
+
+    def __post_init__(self):
+        if self.chat not in CHAT_MODES:
+            raise UsageError(f"chat must be one of {', '.join(CHAT_MODES)}, got {self.chat!r}")
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """One evaluation: a run, the rows file it fills (resumed if it exists) and how it is carried out."""
+    run: RunConfig
+    out: Path
+    options: EvalOptions = field(default_factory=EvalOptions)
+
+    def __post_init__(self):
+        object.__setattr__(self, "out", Path(self.out))   # frozen
+
+    @property
+    def decode(self) -> DecodeConfig:
+        """What each batch is decoded with: the run's decoding, seeded by the run's seed when it samples."""
+        d = self.run.decode
+        return d.replace(seed=self.run.seed if d.temperature > 0 else None)
+
+    def row_config(self) -> dict:
+        """Everything that changes what a sample's row contains (not: limit, batch size, device, paths),
+        whose :func:`tspd.eval.results.config_id` every row stores and a resumed run checks.
+
+        Its spelling is frozen, since committed rows carry ids of it: CE settings travel in ``ce`` (a
+        dict when there are any), ``threshold`` is always None (it has joined ``policy_kwargs``), and
+        ``truncate_prompt`` / ``confidence_dtype`` appear only when not their defaults.
+        """
+        c, d, o = self.run, self.run.decode, self.options
+        return {"task": c.task, "split": "test", "source": o.source, "model": c.model,
+                "policy": d.policy, "policy_kwargs": portable(d.policy_kwargs),
+                "ce": dict(d.ce_kwargs) if d.ce and d.ce_kwargs else d.ce,
+                "cache": d.cache, "gen_length": d.gen_length, "block_length": d.block_length,
+                "steps": d.steps, "threshold": None, "temperature": d.temperature,
+                "seed": c.seed, "chat": o.chat, "dtype": c.dtype,
+                **({"truncate_prompt": True} if o.truncate_prompt else {}),
+                **({"confidence_dtype": d.confidence_dtype} if d.confidence_dtype != "float32" else {})}
+
+
+__all__ = ["RunConfig", "EvalOptions", "EvalJob", "KEY_VERSION", "CHAT_MODES"]
