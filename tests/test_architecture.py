@@ -154,3 +154,14 @@ def test_the_harness_takes_its_model_seam_as_a_parameter():
 @pytest.mark.parametrize("name", ["tspd.decoding.controllers.weights", "tspd.models.loading"])
 def test_homes_named_in_the_architecture_page_exist(name):
     assert name in MODULES
+
+
+def test_the_generation_loop_reads_in_one_screen():
+    """``generate`` is Algorithm 1 and no more: canvas, window, history and recorder live beside it."""
+    tree = ast.parse((PACKAGE / "decoding" / "loop.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate")
+    loop = next(n for n in ast.walk(fn) if isinstance(n, ast.For))
+    assert fn.end_lineno - fn.lineno + 1 <= 80 and loop.end_lineno - loop.lineno + 1 <= 60
+    assert "Algorithm 1" in ast.get_docstring(fn)
+    assert not [n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "range"
+                and any(isinstance(a, ast.BinOp) for a in n.args)]   # no range(10 ** 9) for a while loop

@@ -1,13 +1,16 @@
 """Decoding: the one generation loop and what plugs into it (paper Section 3, Algorithm 1).
 
 - :mod:`tspd.decoding.config`: ``DecodeConfig``, how one generation is decoded, checked once
-- :mod:`tspd.decoding.loop`: ``generate()``, block-wise masked denoising with a pluggable controller
+- :mod:`tspd.decoding.loop`: ``generate()``, block-wise masked denoising with a pluggable controller, and
+  the pieces it reads like Algorithm 1 with: :mod:`~tspd.decoding.canvas` (the canvas X),
+  :mod:`~tspd.decoding.window` (one forward over the window the cache needs), :mod:`~tspd.decoding.history`
+  (the trace buffer H), :mod:`~tspd.decoding.recorder` (``record_trace``), :mod:`~tspd.decoding.clock` (``profile``)
 - :mod:`tspd.decoding.controllers`: vanilla, Fast-dLLM, Prophet, Learn2PD, Credit Decoding, EGP, TSPD
 - :mod:`tspd.decoding.extrapolate`: Confidence Extrapolation (Section 3.3)
 - :mod:`tspd.decoding.features`: per-step statistics and traces the controllers read
 - :mod:`tspd.decoding.schedule`: LLaDA's fixed tokens-per-step schedule
 - :mod:`tspd.decoding.graphs`: the CUDA-graph fast path
 
-It depends on :mod:`tspd.models` (the forward) and :mod:`tspd.validate`, never on evaluation,
-training or the book.
+It depends on :mod:`tspd.models` (the forward), :mod:`tspd.validate` and :mod:`tspd.options`, never on
+evaluation, training or the book.
 """

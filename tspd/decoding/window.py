@@ -1,0 +1,63 @@
+"""One step's forward (paper Algorithm 1: ``p <- M(X)``, one NFE) over the window the KV cache needs.
+
+Without a cache every forward covers the whole canvas ``[0, T)``. With Fast-dLLM's caches (paper
+Table 4) a block's first forward covers the whole canvas and fills the cache; later ones cover the
+block ``[s, e)`` (dual) or the block and everything after it ``[s, T)`` (prefix), reading the rest
+from the cache. Only the generated part of a window gets logits. ``fast`` replays each window from a
+CUDA graph over static buffers (:mod:`tspd.decoding.graphs`); on a CPU the same path runs eagerly.
+"""
+from __future__ import annotations
+
+import torch
+
+from tspd.decoding.canvas import Canvas
+
+
+class WindowForward:
+    """Forwards of one ``generate`` call: the window choice, the cache or graph runner, the logits."""
+
+    def __init__(self, model, canvas: Canvas, cache: str, fast: bool):
+        self.model, self.canvas, self.cache = model, canvas, cache
+        B, T = canvas.x.shape
+        self.runner = self.kv = None
+        if fast:
+            from tspd.decoding.graphs import step_graphs
+            self.runner = step_graphs(model, B, T, cached=cache != "none", padded=canvas.attn is not None)
+            self.runner.load(canvas.pos, canvas.attn)
+        elif cache != "none":
+            self.kv = model.new_cache()
+
+    def window(self, s: int, e: int, first: bool) -> tuple[int, int, int]:
+        """``(w0, w1, g0)``: the canvas window ``[w0, w1)`` of a step of block ``[s, e)`` and the first
+        position ``g0`` that gets logits (the generated region only)."""
+        T, P = self.canvas.x.shape[1], self.canvas.prompt_length
+        if self.cache == "none" or first:
+            w0, w1 = 0, T
+        else:
+            w0, w1 = s, (e if self.cache == "dual" else T)
+        return w0, w1, max(w0, P)
+
+    def __call__(self, w0: int, w1: int, g0: int) -> torch.Tensor:
+        """Candidate logits [B, w1 - g0, V] of the canvas window (MASK and the head's padding excluded)."""
+        c = self.canvas
+        if self.runner is not None:
+            logits = self.runner(c.x, w0, w1, g0 - w0)
+        else:
+            logits = self.model(c.x[:, w0:w1], attention_mask=c.attn, position_ids=c.pos[:, w0:w1], cache=self.kv,
+                                offset=w0, logits_from=g0 - w0)
+        return candidates_only(logits, self.model.config.vocab_size, c.mask_id)
+
+
+def candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torch.Tensor:
+    """Drop the head's padding rows beyond ``vocab_size`` and forbid [MASK] as a candidate token.
+
+    LLaDA's reference code does neither; with a trained model neither ever wins the argmax, but a
+    committed [MASK] would silently leave its slot undecoded (dInfer excludes it the same way).
+    """
+    logits = logits[..., :vocab_size]
+    if mask_id < vocab_size:
+        logits[..., mask_id] = float("-inf")
+    return logits
+
+
+__all__ = ["WindowForward", "candidates_only"]
