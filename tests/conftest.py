@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tspd import LLaDAConfig, LLaDAModelLM, SpecialTokens
+from tspd import LLaDAConfig, LLaDAModelLM, LoadedModel, SpecialTokens
 from tspd.eval.tasks import data as task_data
 
 # The benchmark data: ../shared/data (or $TSPD_DATA_DIR) when present, else the few rows of each
@@ -43,8 +43,9 @@ def tiny_config(**over) -> LLaDAConfig:
     return LLaDAConfig(**base)
 
 
-def random_model(seed: int = 0, scale: float = 0.5, **over) -> LLaDAModelLM:
-    """A random model whose logits are sharp enough that decoding makes varied, tie-free choices."""
+def random_model(seed: int = 0, scale: float = 0.5, **over) -> LoadedModel:
+    """A random model whose logits are sharp enough that decoding makes varied, tie-free choices
+    (a loaded model of no directory: no tokenizer, no controllers beside it)."""
     torch.manual_seed(seed)
     m = LLaDAModelLM(tiny_config(**over)).eval()
     for name, p in m.named_parameters():
@@ -52,14 +53,11 @@ def random_model(seed: int = 0, scale: float = 0.5, **over) -> LLaDAModelLM:
             p.data.uniform_(0.8, 1.2)
         else:
             p.data.normal_(0.0, scale)
-    m.special = SpecialTokens(mask=MASK, eos=EOS, pad=EOS)
-    m.tokenizer = None
-    m.name_or_path = "<random>"
-    return m
+    return LoadedModel(m, tokenizer=None, special=SpecialTokens(mask=MASK, eos=EOS, pad=EOS))
 
 
 @pytest.fixture
-def tiny_model() -> LLaDAModelLM:
+def tiny_model() -> LoadedModel:
     return random_model()
 
 

@@ -229,7 +229,7 @@ def moe_dir(tmp_path_factory) -> Path:
 def test_dream_logits_match_qwen2_run_bidirectionally(tmp_path, tied):
     d = dream_checkpoint(tmp_path, seed=1, tie_word_embeddings=tied)
     model = tspd.load_model(d)
-    assert type(model).__name__ == "DreamModelLM" and model.special.mask == MASK and model.special.eos == EOS
+    assert type(model.module).__name__ == "DreamModelLM" and model.special.mask == MASK and model.special.eos == EOS
     ref = qwen2_reference(d, tie_word_embeddings=tied)
     ids = random_ids(2, 12, seed=2)
     full = bidirectional(ref, ids)
@@ -241,7 +241,7 @@ def test_dream_logits_match_qwen2_run_bidirectionally(tmp_path, tied):
 
 def test_llada_moe_logits_match_qwen3_moe_run_bidirectionally(moe_dir):
     model = tspd.load_model(moe_dir)
-    assert type(model).__name__ == "LLaDAMoEModelLM"
+    assert type(model.module).__name__ == "LLaDAMoEModelLM"
     assert len(set(json.loads((moe_dir / "model.safetensors.index.json").read_text())["weight_map"].values())) == 3
     ref = qwen3_moe_reference(moe_dir)
     ids = random_ids(2, 12, seed=3)

@@ -250,7 +250,7 @@ def test_tspd_feature_ablations():
 
 def test_learned_controllers_load_weights_beside_the_model(tmp_path):
     m = random_model(seed=2)
-    m.name_or_path = str(tmp_path)
+    m.path = tmp_path
     for ctrl in (TSPD(), Learn2PD()):
         with pytest.raises(FileNotFoundError, match="train-controller"):
             ctrl.bind(m)

@@ -14,6 +14,7 @@ from conftest import Spy, prompts, random_model, seeded_net
 import tspd
 from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs, step_graphs
+from tspd.models.loading import LoadedModel
 
 POLICIES = [("vanilla", {}, False), ("fast-dllm", {"threshold": 0.5}, False), ("tspd", "net", True),
             ("prophet", {}, False), ("credit", {}, True)]
@@ -39,20 +40,21 @@ def test_runner_is_reused_for_one_shape_and_reloads_positions_and_padding(tiny_m
     b = [[9, 10, 11], [12, 13, 14, 15, 16]]                     # same width, padding on the other row
     run = dict(gen_length=16, block_length=8, policy="fast-dllm", threshold=0.5, cache="dual")
     generate(tiny_model, a, fast=True, **run)
-    runner = tiny_model._tspd_step_graphs
+    runner = tiny_model.graphs
     fast_b = generate(tiny_model, b, fast=True, **run)
-    assert tiny_model._tspd_step_graphs is runner                # same shape: the same static buffers
+    assert tiny_model.graphs is runner                # same shape: the same static buffers
     assert torch.equal(fast_b.token_ids, generate(tiny_model, b, **run).token_ids)
     generate(tiny_model, [[1, 2, 3, 4, 5], [5, 4, 3, 2, 1]], fast=True, **run)
-    assert tiny_model._tspd_step_graphs is not runner            # no padding: a new runner
-    assert tiny_model._tspd_step_graphs.key == (2, 5 + 16, True, False)
+    assert tiny_model.graphs is not runner            # no padding: a new runner
+    assert tiny_model.graphs.key == (2, 5 + 16, True, False)
 
 
 def test_runner_forwards_each_window_from_static_buffers(tiny_model):
-    spy = Spy(tiny_model)
+    spy = Spy(tiny_model.module)
+    model = LoadedModel(spy, special=tiny_model.special)
     ps = prompts(2)
-    generate(spy, ps, gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
-    runner = spy._tspd_step_graphs
+    generate(model, ps, gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
+    runner = model.graphs
     P = runner.key[1] - 16
     windows = [(c["offset"], c["offset"] + c["ids"].shape[1]) for c in spy.calls]
     assert windows[0] == (0, P + 16) and windows[1] == (P, P + 8)            # full, then the block
@@ -76,7 +78,7 @@ def test_moe_backbone_runs_the_static_path_but_is_never_captured(tmp_path):
     ps = prompts(2, seed=8, hi=9)
     run = dict(gen_length=16, block_length=8, policy="fast-dllm", threshold=0.6, cache="dual")
     assert torch.equal(generate(model, ps, fast=True, **run).token_ids, generate(model, ps, **run).token_ids)
-    assert model._tspd_step_graphs.capture is False
+    assert model.graphs.capture is False
     with pytest.raises(ValueError, match="synchronises"):
         StepGraphs(model, 2, 32, cached=True, padded=True, capture=True)
 
@@ -90,3 +92,13 @@ def test_bad_use_is_refused():
         runner(torch.zeros(1, 16, dtype=torch.long), 8, 16)
     with pytest.raises(ValueError, match="padding"):
         runner.load(torch.zeros(1, 16, dtype=torch.long), torch.ones(1, 16, dtype=torch.long))
+
+
+def test_the_runner_is_kept_by_the_loaded_model_and_never_on_the_network(tiny_model):
+    run = dict(gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
+    generate(tiny_model, prompts(2), **run)
+    assert isinstance(tiny_model.graphs, StepGraphs) and "graphs" not in vars(tiny_model.module)
+    bare = tiny_model.module
+    bare.special = tiny_model.special       # a bare network with the ids attached still decodes (transition)
+    assert torch.equal(generate(bare, prompts(2), **run).token_ids, generate(tiny_model, prompts(2), **run).token_ids)
+    assert not any(isinstance(v, StepGraphs) for v in vars(bare).values())

@@ -51,6 +51,17 @@ def test_threads_flag_sizes_torchs_pool(monkeypatch):
     assert e.value.code == 2
 
 
+def test_threads_flag_is_undone_after_the_command(monkeypatch):
+    import torch
+
+    from tspd import cli
+    seen = []
+    monkeypatch.setattr("tspd.generate_cli.main", lambda args: seen.append(torch.get_num_threads()) or 0)
+    before = torch.get_num_threads()
+    assert cli.main(["generate", "--prompt", "x", "--threads", str(before + 1)]) == 0
+    assert seen == [before + 1] and torch.get_num_threads() == before
+
+
 def test_every_option_has_help():
     import argparse
     import importlib

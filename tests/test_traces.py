@@ -85,11 +85,11 @@ def test_train_controller_cli_smoke(model, traces, tmp_path, kind):
     if kind == "tspd":
         assert config["hidden"] == 8 and "momentum" not in config["features"]
     # the trained controller loads beside the model and decodes
-    model.name_or_path = str(tmp_path / "zoo")
+    model.path = tmp_path / "zoo"
     try:
         out = generate(model, prompts(2), gen_length=GEN, block_length=BLOCK, policy=kind, ce=True)
     finally:
-        model.name_or_path = "<random>"
+        model.path = None
     assert (out.token_ids != MASK).all()
 
 
@@ -126,3 +126,9 @@ def test_prompt_files(tmp_path):
     torch.save({"x": 1}, bad)
     with pytest.raises(ValueError, match="trace file"):
         load_traces(bad)
+
+
+def test_training_leaves_torchs_global_random_state_alone(traces):
+    state = torch.get_rng_state()
+    train(traces, ControllerTrainConfig(kind="learn2pd", epochs=2, seed=5), progress=False)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -38,7 +38,7 @@ from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import CACHE_MODES, generate
 from tspd.decoding.graphs import StepGraphs
-from tspd.models.loading import SpecialTokens
+from tspd.models.loading import LoadedModel, SpecialTokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.provenance import device_name
 
@@ -100,8 +100,9 @@ class Timer:
         return statistics.median(times)
 
 
-def build_model(shape: str, device: torch.device, dtype: torch.dtype) -> LLaDAModelLM:
-    """Random weights created on ``device`` in ``dtype`` (never materialised on the CPU first)."""
+def build_model(shape: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
+    """Random weights created on ``device`` in ``dtype`` (never materialised on the CPU first), as a
+    loaded model of no directory (no tokenizer)."""
     cfg = LLaDAConfig(**SHAPES[shape])
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -112,9 +113,8 @@ def build_model(shape: str, device: torch.device, dtype: torch.dtype) -> LLaDAMo
         torch.set_default_dtype(prev)
     for p in model.parameters():
         p.requires_grad_(False)
-    model.special = SpecialTokens(mask=cfg.mask_token_id, eos=cfg.eos_token_id, pad=cfg.pad_token_id)
-    model.tokenizer, model.name_or_path = None, f"<random {shape}>"
-    return model
+    return LoadedModel(model, special=SpecialTokens(mask=cfg.mask_token_id, eos=cfg.eos_token_id,
+                                                    pad=cfg.pad_token_id))
 
 
 def peak_rates(device: torch.device, dtype: torch.dtype, timer: Timer) -> dict:

@@ -6,6 +6,7 @@ when its command runs, so ``python -m tspd generate`` never imports the evaluati
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -57,19 +58,34 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    if args.command in THREADED and args.threads is not None:
-        if args.threads < 1:
-            parser.error(f"--threads must be >= 1, got {args.threads}")
-        import torch
-        torch.set_num_threads(args.threads)
+    threads = getattr(args, "threads", None) if args.command in THREADED else None
+    if threads is not None and threads < 1:
+        parser.error(f"--threads must be >= 1, got {threads}")
+    with torch_threads(threads):
+        try:
+            return int(args._main(args) or 0)
+        except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
+            if debug:
+                raise
+            # UsageError / CheckpointError / ValueError say what is wrong and how to fix it: one line, exit 2
+            print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+            return 2
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """torch's CPU thread pool at ``n`` for the command (None: left alone), as it was afterwards: a command
+    run inside another program (a test, a notebook) leaves that program's setting untouched."""
+    if n is None:
+        yield
+        return
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
     try:
-        return int(args._main(args) or 0)
-    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
-        if debug:
-            raise
-        # UsageError / CheckpointError / ValueError say what is wrong and how to fix it: one line, exit 2
-        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 if __name__ == "__main__":

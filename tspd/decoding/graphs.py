@@ -10,9 +10,10 @@ captured once into a CUDA graph and then replayed: one launch per forward.
 A graph reads and writes fixed addresses, so a :class:`StepGraphs` owns static memory: the canvas,
 the RoPE positions, the padding mask and the KV cache it was captured with. A call copies the window's
 tokens into the static canvas, replays, and returns a copy of the logits (the static output is
-overwritten by the next replay). One runner is kept per model (:func:`step_graphs`); ``generate`` calls
-with the same batch size, canvas length, cache mode and padding reuse its graphs, a different shape
-replaces it. Graphs are captured lazily, the first time a window is used (two warm-up forwards and a
+overwritten by the next replay). A loaded model keeps the runner of its last canvas shape in its
+``graphs`` field (:class:`tspd.models.loading.LoadedModel`, :func:`step_graphs`): ``generate`` calls with
+the same batch size, canvas length, cache mode and padding reuse its graphs, a different shape replaces
+it. A bare network has no such field and gets a new runner per call. Graphs are captured lazily, the first time a window is used (two warm-up forwards and a
 capture each), so a new shape costs a few extra forwards once.
 
 A backbone whose forward synchronises with the host cannot be captured (``graph_capturable = False``:
@@ -24,6 +25,8 @@ checks the captured graphs on the GPU the same way.
 from __future__ import annotations
 
 import torch
+
+from tspd.models.loading import LoadedModel
 
 
 class StepGraphs:
@@ -99,12 +102,16 @@ def default_capture(model) -> bool:
 
 def step_graphs(model, batch: int, length: int, cached: bool, padded: bool,
                 capture: bool | None = None) -> StepGraphs:
-    """The model's runner for this canvas shape: reused when the shape matches, else replaced."""
-    runner = getattr(model, "_tspd_step_graphs", None)
+    """The model's runner for this canvas shape: its kept one when the shape matches, else a new one
+    (kept in place of the old one where the model has a ``graphs`` field)."""
+    keeps = isinstance(model, LoadedModel)
+    runner = model.graphs if keeps else None
     key = (batch, length, cached, padded)
     want = default_capture(model) if capture is None else capture
     if runner is None or runner.key != key or runner.capture != want:
-        model.__dict__.pop("_tspd_step_graphs", None)   # free the old graphs before capturing new ones
+        if keeps:
+            model.graphs = None           # free the old graphs before capturing new ones
         runner = StepGraphs(model, batch, length, cached, padded, capture=want)
-        model.__dict__["_tspd_step_graphs"] = runner     # a plain attribute, not a registered submodule
+        if keeps:
+            model.graphs = runner
     return runner

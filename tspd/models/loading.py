@@ -7,8 +7,9 @@ Hub ids cannot be downloaded here; pass a local directory (``huggingface-cli dow
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import safe_open
@@ -201,13 +202,53 @@ def add_model_arguments(parser, model_help: str = "") -> None:
                         help="float32 | bfloat16 | float16 (default: float32 on a CPU, bfloat16 elsewhere)")
 
 
+@dataclass
+class LoadedModel:
+    """A checkpoint ready to decode: the network and what decoding reads beside it, from one directory.
+
+    It forwards like its network (``model(ids, ...)``, ``.config``, ``.device``, ``.new_cache()``), so
+    ``generate(model, ...)`` takes it as it takes a bare network that carries ``special`` and
+    ``tokenizer`` attributes. Until every caller speaks of ``model.module``, other attributes (the
+    parameters, ``eval()``, a backbone's layers) are read through from the network.
+    """
+    module: torch.nn.Module            # the network, in eval mode on its device and dtype
+    tokenizer: Any = None              # the checkpoint's tokenizer (None: the directory has none)
+    special: SpecialTokens | None = None   # mask / EOS / pad / EoT ids from its config and tokenizer
+    path: Path | None = None           # the checkpoint directory (learned controllers live below it)
+    graphs: Any = field(default=None, repr=False, compare=False)   # fast path: the CUDA-graph runner of its
+                                                                   # last canvas shape (tspd.decoding.graphs)
+
+    @property
+    def config(self):
+        return self.module.config
+
+    @property
+    def device(self) -> torch.device:
+        return self.module.device
+
+    @property
+    def name_or_path(self) -> str | None:
+        return None if self.path is None else str(self.path)
+
+    def __call__(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    def new_cache(self):
+        return self.module.new_cache()
+
+    def __getattr__(self, name: str):
+        if name == "module":          # not yet set (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.module, name)
+
+
 def load_model(path_or_name: str | Path | None = None, device: str | torch.device = "cpu",
-               dtype: torch.dtype | str | None = None) -> torch.nn.Module:
+               dtype: torch.dtype | str | None = None) -> LoadedModel:
     """Load a local checkpoint directory (LLaDA format) or an embedded model by name.
 
-    Returns the model in eval mode with ``.config``, ``.tokenizer`` (None if the directory has none)
-    and ``.special`` (:class:`SpecialTokens`) attached. ``dtype`` defaults to float32 on CPU (bf16
-    matmuls are very slow there) and bfloat16 elsewhere.
+    Returns a :class:`LoadedModel`: the network in eval mode, its tokenizer (None if the directory has
+    none) and its :class:`SpecialTokens`. ``dtype`` defaults to float32 on CPU (bf16 matmuls are very
+    slow there) and bfloat16 elsewhere.
     """
     path = resolve_path(path_or_name)
     config, model_cls = read_config(path)
@@ -219,14 +260,11 @@ def load_model(path_or_name: str | Path | None = None, device: str | torch.devic
     with torch.device("meta"):
         model = model_cls(config)
     load_weights(model, files, device, dtype)
-    model.eval()
     try:
-        model.tokenizer = load_tokenizer(path)
+        tokenizer = load_tokenizer(path)
     except CheckpointError:
-        model.tokenizer = None
-    model.special = special_tokens(config, model.tokenizer)
-    model.name_or_path = str(path)
-    return model
+        tokenizer = None
+    return LoadedModel(model.eval(), tokenizer, special_tokens(config, tokenizer), path)
 
 
 def save_model(model: torch.nn.Module, directory: str | Path, max_shard_bytes: int | None = None,
@@ -239,6 +277,7 @@ def save_model(model: torch.nn.Module, directory: str | Path, max_shard_bytes: i
     from safetensors.torch import save_file
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    model = getattr(model, "module", model)     # a LoadedModel saves its network
     model.config.save(out)
     tensors = {k: (v.detach().to(dtype) if dtype else v.detach()).contiguous().cpu()
                for k, v in model.state_dict().items()}

@@ -186,8 +186,15 @@ def evaluate(net, kind, units: Units, idx, names, ce_modes, w_pos, w_neg, gate: 
 
 
 def train(traces: dict, cfg: ControllerTrainConfig, progress: bool = True):
-    """Train; returns (net with the best validation weights, saved-config dict, learning curve dict)."""
-    torch.manual_seed(cfg.seed)
+    """Train; returns (net with the best validation weights, saved-config dict, learning curve dict).
+
+    Seeded by ``cfg.seed``; torch's global random state is as it was afterwards."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        return _train(traces, cfg, progress)
+
+
+def _train(traces: dict, cfg: ControllerTrainConfig, progress: bool):
     g = torch.Generator().manual_seed(cfg.seed)
     kind = cfg.kind
     names = cfg.features if kind == "tspd" else ("conf",)

@@ -36,7 +36,7 @@ def controller_stem(model, name: str, weights: str | Path | None = None) -> Path
     ``<model dir>/controllers/<name>``."""
     if weights is not None:
         return stem_of(weights, name)
-    root = getattr(model, "name_or_path", None)
+    root = getattr(model, "path", None) or getattr(model, "name_or_path", None)   # a LoadedModel, or a bare network
     if not root or not Path(root).is_dir():
         raise FileNotFoundError(f"cannot locate {name} controller weights: the model has no directory "
                                 f"(name_or_path={root!r}); pass weights=PATH")
