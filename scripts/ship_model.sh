@@ -41,6 +41,8 @@ for stage in $stages; do
       cp "$run"/*.csv "$run"/TRAINING.md "$record/"
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$record/"
       [ -f "$run/train_state.pt" ] && cp "$run/train_state.pt" "$record/"
+      # the README's and the book's sentence on the model's accuracy, from its record (tspd.book.record)
+      .venv/bin/python scripts/model_accuracy.py
       ;;
     controllers)
       bash scripts/train_controllers.sh 200 "$threads"

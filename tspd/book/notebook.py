@@ -207,15 +207,6 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
-def on_cpu_note(model: str) -> str:
-    """The caveat printed under every table computed with the provisional embedded checkpoint."""
-    if str(model) != "tiny-arith":
-        return ""
-    return ("The embedded `tiny-arith` checkpoint shipped today is the provisional CPU-trained one (0 % on its "
-            "own test split, see tspd/zoo/tiny-arith/TRAINING.md): its accuracies carry no information, its "
-            "NFE and TPS show the decoding cost only.")
-
-
 __all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
            "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
-           "pareto_front", "on_cpu_note"]
+           "pareto_front"]

@@ -1,0 +1,61 @@
+"""Text about a model's accuracy comes from its record (tspd.book.record), on every page."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tspd.book import record
+from tspd.models.loading import resolve_path
+from tspd.provenance import REPO_ROOT
+
+
+def test_the_embedded_models_accuracy_is_its_records_vanilla_row():
+    acc = record.vanilla_accuracy("tiny-arith")
+    rows = json.loads((resolve_path("tiny-arith") / "evals.json").read_text())
+    vanilla = next(r for r in rows if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1)
+    assert (acc.correct, acc.n, acc.source) == (vanilla["correct"], vanilla["n"], "tspd/zoo/tiny-arith/evals.json")
+    lo, hi = acc.interval
+    assert f"{100 * acc.share:.1f} % of the {acc.n} held-out problems" in record.accuracy_text(acc)
+    assert f"{100 * lo:.1f}-{100 * hi:.1f} %" in record.accuracy_text(acc)
+
+
+@pytest.mark.parametrize("page", record.MARKED)
+def test_pages_state_the_accuracy_of_the_record(page):
+    text = (REPO_ROOT / page).read_text()
+    spans = record.marked_spans(text)
+    assert spans, f"{page}: no <!-- model-accuracy --> span"
+    assert record.fill(text, record.vanilla_accuracy("tiny-arith")) == text, \
+        f"{page} is stale: run scripts/model_accuracy.py"
+
+
+def test_the_note_follows_the_record(tmp_path):
+    ckpt = tmp_path / "m"
+    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("*.safetensors", "controllers"))
+    for correct, weak in ((40, True), (450, False)):
+        (ckpt / "evals.json").write_text(json.dumps([{"policy": "fast-dllm", "threshold": 0.9, "n": 500, "correct": 1},
+                                                     {"policy": "vanilla", "threshold": None, "n": 500,
+                                                      "correct": correct, "tokens_per_step": 1}]))
+        note = record.model_note(str(ckpt))
+        assert note.startswith(f"The `m` checkpoint answers {100 * correct / 500:.1f} % of the 500 held-out problems")
+        assert ("little information" in note) is weak
+    (ckpt / "evals.json").unlink()
+    assert record.model_note(str(ckpt)) == "" and record.model_note("/no/such/model") == ""
+
+
+def test_every_notebook_prints_the_note_of_the_current_record():
+    note = record.model_note("tiny-arith")
+    printed = 0
+    for nb in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        for cell in cells:
+            if "model_note" not in "".join(cell.get("source", [])):
+                continue
+            text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o.get("name") == "stdout")
+            assert note in text, f"{nb.name}: re-execute it (bash scripts/execute_notebooks.sh {nb.relative_to(REPO_ROOT)})"
+            printed += 1
+    assert printed >= 15
+    sources = "".join("".join(c.get("source", [])) for nb in (REPO_ROOT / "notebooks").glob("*.ipynb")
+                      for c in json.loads(nb.read_text())["cells"])
+    assert "on_cpu_note" not in sources and "provisional CPU-trained" not in sources
