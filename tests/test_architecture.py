@@ -165,3 +165,10 @@ def test_the_generation_loop_reads_in_one_screen():
     assert "Algorithm 1" in ast.get_docstring(fn)
     assert not [n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "range"
                 and any(isinstance(a, ast.BinOp) for a in n.args)]   # no range(10 ** 9) for a while loop
+
+
+def test_the_architecture_page_draws_these_layers():
+    page = (PACKAGE.parent / "book" / "architecture.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "`tspd" in line.split("|")[2]]
+    drawn = [(r.split("|")[1].strip(), sorted(n.strip(" `") for n in r.split("|")[2].split(","))) for r in rows]
+    assert drawn == [(name, sorted(modules)) for name, modules in LAYERS]
