@@ -28,6 +28,7 @@ the held-out accuracy of 1 token per step against parallel decoding: the sweep o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import json
@@ -39,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -52,8 +53,9 @@ from tspd.training import probes
 from tspd.training.masking import SCHEMES, Masking, mask_answer
 from tspd.eval.results import wilson
 from tspd.models.config import LLaDAConfig
-from tspd.models.loading import save_model, special_tokens
+from tspd.models.loading import LoadedModel, save_model, special_tokens
 from tspd.models.llada import LLaDAModelLM
+from tspd.options import add_dataclass_arguments, from_args
 from tspd.provenance import device_name, git_revision
 
 GPU_COMMAND = ("python -m tspd train-lm --out tspd/zoo/tiny-arith --device cuda --compile --minutes 8 "
@@ -105,34 +107,9 @@ class LMTrainConfig:
 CHOICES = {"device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
 
 
-def _field_comments() -> dict[str, str]:
-    """LMTrainConfig's why-comments, by field: the help of each ``train-lm`` option."""
-    import inspect
-    out = {}
-    for line in inspect.getsource(LMTrainConfig).splitlines():
-        name, _, rest = line.strip().partition(":")
-        if "#" in rest and name.isidentifier():
-            out[name] = rest.split("#", 1)[1].strip()
-    return out
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    defaults = LMTrainConfig(out="")
-    helps = _field_comments()
     p.add_argument("--out", required=True, help="output checkpoint directory")
-    for f in fields(LMTrainConfig):
-        if f.name == "out":
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        default = getattr(defaults, f.name)
-        help_text = helps.get(f.name, f.name.replace("_", " "))
-        if f.name in CHOICES:
-            p.add_argument(flag, default=default, choices=CHOICES[f.name], help=help_text)
-        elif f.type in ("bool", bool):
-            p.add_argument(flag, action="store_true", help=help_text)
-        else:
-            kind = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
-            p.add_argument(flag, type=kind, default=default, help=help_text)
+    add_dataclass_arguments(p, LMTrainConfig, skip=("out",), choices=CHOICES)
     p.add_argument("--eval-only", action="store_true",
                    help="skip training: evaluate the checkpoint in --out and append to its TRAINING.md")
 
@@ -523,33 +500,40 @@ def train(cfg: LMTrainConfig, log=print) -> dict:
         raise ValueError("give --minutes or --max-steps")
     if cfg.resume and not (Path(cfg.out) / STATE).is_file():
         raise ValueError(f"--resume: no {STATE} in {cfg.out} (start the run without --resume)")
-    threads = torch.get_num_threads()
+    with torch_settings(cfg):
+        return _train(cfg, log)
+
+
+@contextlib.contextmanager
+def torch_settings(cfg: LMTrainConfig):
+    """The run's thread count (``--threads``) and, on CUDA, tf32 matmuls; torch's own settings restored after."""
+    saved = torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if cfg.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     try:
-        return _train(cfg, log)
+        yield
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(saved[0])
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[1:]
 
 
 def _train(cfg: LMTrainConfig, log) -> dict:
     device = torch.device(cfg.device)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = make_tokenizer(cfg, out)
     torch.manual_seed(cfg.seed)
-    model = LLaDAModelLM(model_config(cfg, tokenizer))
-    init_weights(model)
-    model.to(device).train()
-    model.tokenizer, model.special = tokenizer, special_tokens(model.config, tokenizer)
+    net = LLaDAModelLM(model_config(cfg, tokenizer))
+    init_weights(net)
+    net.to(device).train()
+    model = LoadedModel(net, tokenizer, special_tokens(net.config, tokenizer), out)   # what evaluations decode
     mask_id = model.special.mask
     masking = Masking(cfg.masking, cfg.mask_mix, cfg.block_length)
-    params = count_parameters(model)
+    params = count_parameters(net)
     log(f"model: {params:,} parameters; device {device_name(device)}; torch {torch.__version__}")
-    opt = make_optimizer(model, cfg, fused=device.type == "cuda")
+    opt = make_optimizer(net, cfg, fused=device.type == "cuda")
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     info = {"status": "in progress", "command": command_line(cfg), "git": git_revision() or "unknown",
             "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
@@ -558,7 +542,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
             "recent": [], "resumes": 0}
     if cfg.resume:
         state = torch.load(out / STATE, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
+        net.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         gen.set_state(state["gen"])
         torch.set_rng_state(state["torch_rng"])
@@ -566,7 +550,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
         info.update(command=state["info"]["command"], resumes=info["resumes"] + 1, resumed_by=command_line(cfg),
                     git=f"{state['info']['git'].split(', resumed at')[0]}, resumed at {git_revision() or 'unknown'}")
         log(f"resumed at step {info['step']} ({info['train_seconds'] / 60:.1f} min of training)")
-    step_fn = torch.compile(model) if cfg.compile else model
+    step_fn = torch.compile(net) if cfg.compile else net
     step, tokens, recent = info["step"], info["tokens"], info["recent"]
     stream = BatchStream(tokenizer, cfg, skip_batches=step)
     mode = "a" if cfg.resume else "w"
@@ -595,7 +579,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 loss = sft_loss(step_fn, batch, mask_id, cfg.eps, gen, masking, model.special.eos)
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             opt.step()
             step += 1
             tokens += batch.input_ids.numel()
@@ -627,14 +611,14 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                     info["stopped_early"] = failed
                     break
             if time.time() - last_save > 60 * cfg.save_minutes:
-                _record(model, opt, gen, out, info, step, tokens, time.time() - t_start, recent)
+                _record(net, opt, gen, out, info, step, tokens, time.time() - t_start, recent)
                 last_save = time.time()
     finally:
         stream.close()
         csv_file.close()
         eval_file.close()
     train_seconds = time.time() - t_start
-    _record(model, opt, gen, out, info, step, tokens, train_seconds, recent)
+    _record(net, opt, gen, out, info, step, tokens, train_seconds, recent)
     log(f"trained {step} steps in {train_seconds / 60:.1f} min; final loss {info['loss']:.4f}; saved to {out}")
     info["status"] = "finished training; evaluating"
     write_training_md(out, info)
@@ -656,12 +640,12 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
     copying question numbers, reading its own earlier results, each operation, the final line.
     """
     problems = arith.load_split("test", cfg.eval_n)
-    was_training = model.training
-    model.eval()
+    was_training = model.module.training
+    model.module.eval()
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
         r = evaluate(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch)
         probed = probes.run_probes(model, model.tokenizer, problems, cfg.gen_length, mask_id=model.special.mask)
-    model.train(was_training)
+    model.module.train(was_training)
     return {"step": step, "minutes": round(minutes, 4), "loss": round(loss, 4), "accuracy": r["accuracy"],
             "n": r["n"], **probed}
 
@@ -675,23 +659,22 @@ def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:
     return None
 
 
-def _record(model, opt, gen, out: Path, info: dict, step: int, tokens: int, seconds: float,
+def _record(net: LLaDAModelLM, opt, gen, out: Path, info: dict, step: int, tokens: int, seconds: float,
             recent: list[float]) -> None:
-    save_checkpoint(model, out)
+    save_checkpoint(net, out)
     window = recent[-50:]
     info.update(step=step, tokens=tokens, train_seconds=seconds, tokens_per_s=tokens / max(seconds, 1e-9),
                 loss=sum(window) / max(len(window), 1), loss_window=len(window), recent=recent)
-    save_state(out, model, opt, info, gen)
+    save_state(out, net, opt, info, gen)
     write_training_md(out, info)
 
 
 def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
     """Score an existing checkpoint and append the table to its TRAINING.md (and ``evals.json``)."""
     out = Path(cfg.out)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    evals = final_evaluation(out, cfg, log)
-    probed = final_probes(out, cfg)
+    with torch_settings(cfg):
+        evals = final_evaluation(out, cfg, log)
+        probed = final_probes(out, cfg)
     with (out / "TRAINING.md").open("a") as f:
         f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
                 f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
@@ -702,7 +685,7 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
 
 
 def main(args: argparse.Namespace) -> int:
-    cfg = LMTrainConfig(**{f.name: getattr(args, f.name) for f in fields(LMTrainConfig)})
+    cfg = from_args(LMTrainConfig, args)
     if getattr(args, "eval_only", False):
         eval_only(cfg)
         return 0
