@@ -659,6 +659,13 @@ def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:
     return None
 
 
+def read_log(path: str | Path) -> list[dict]:
+    """Rows of a ``train_log.csv`` / ``eval_log.csv`` as floats (None for an empty cell: a probe with no
+    instance, or a column an older run did not write)."""
+    with open(path, newline="") as f:
+        return [{k: float(v) if v not in ("", None) else None for k, v in row.items()} for row in csv.DictReader(f)]
+
+
 def _record(net: LLaDAModelLM, opt, gen, out: Path, info: dict, step: int, tokens: int, seconds: float,
             recent: list[float]) -> None:
     save_checkpoint(net, out)
@@ -697,5 +704,5 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["LMTrainConfig", "Batch", "make_batch", "encode_answer", "sft_loss", "lr_factor", "train",
+__all__ = ["LMTrainConfig", "read_log", "Batch", "make_batch", "encode_answer", "sft_loss", "lr_factor", "train",
            "evaluate", "model_config", "init_weights", "add_arguments", "main"]
