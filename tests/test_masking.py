@@ -21,7 +21,7 @@ def _draw(masking: Masking, B=4000, L=64, length=40, t=0.5, seed=0):
 
 
 def test_uniform_masks_each_position_with_probability_t():
-    masked, scored = _draw(Masking("uniform"), t=0.3)
+    masked, scored, _ = _draw(Masking("uniform"), t=0.3)
     assert torch.equal(masked, scored)
     assert abs(masked.float().mean().item() - 0.3) < 0.01
 
@@ -33,7 +33,7 @@ def test_mix_zero_is_uniform_whatever_the_scheme():
 
 
 def test_prefix_keeps_a_clean_prefix_inside_the_answer():
-    masked, scored = _draw(Masking("prefix", mix=1.0), t=1.0, length=40)
+    masked, scored, _ = _draw(Masking("prefix", mix=1.0), t=1.0, length=40)
     assert torch.equal(masked, scored)
     cuts = (~masked).sum(-1)              # t = 1: everything after the cut is masked
     for row, cut in zip(masked, cuts):    # clean positions form a prefix
@@ -43,7 +43,7 @@ def test_prefix_keeps_a_clean_prefix_inside_the_answer():
 
 
 def test_block_scores_one_block_and_masks_the_blocks_after_it():
-    masked, scored = _draw(Masking("block", mix=1.0, block_length=32), t=0.5, length=40)
+    masked, scored, _ = _draw(Masking("block", mix=1.0, block_length=32), t=0.5, length=40)
     for m, s in zip(masked, scored):
         blocks = s.view(2, 32).any(-1)
         assert blocks.sum() <= 1                      # scored positions lie in one block
@@ -56,12 +56,24 @@ def test_block_scores_one_block_and_masks_the_blocks_after_it():
 
 
 def test_mix_is_the_share_of_structured_samples():
-    masked, _ = _draw(Masking("prefix", mix=0.25), t=1.0)
+    masked, _, _ = _draw(Masking("prefix", mix=0.25), t=1.0)
     structured = (~masked[:, :40]).any(-1)            # t = 1: only prefix samples have clean positions
     assert structured.float().mean().item() == pytest.approx(0.25 * 40 / 41, abs=0.03)
 
 
-@pytest.mark.parametrize("kwargs", [dict(scheme="causal"), dict(mix=1.5), dict(block_length=0)])
+def test_causal_masks_everything_after_a_cut_set_by_t():
+    g = torch.Generator().manual_seed(0)
+    t = torch.tensor([[1.0], [0.5], [1e-3]])
+    masked, scored, ratio = mask_answer(_answers(3, 64, 40), t, EOS, Masking("causal", mix=1.0), g)
+    assert torch.equal(masked, scored)
+    cuts = (~masked).sum(-1)
+    for row, cut in zip(masked, cuts):
+        assert not row[:cut].any() and row[cut:].all()          # a clean prefix, the rest masked
+    assert cuts.tolist() == [0, 20, 40]                          # the first (1 - t) of the answer clean
+    assert ratio[:, 0].tolist() == pytest.approx([1.0, 44 / 64, 24 / 64])   # the EOS fill is always masked
+
+
+@pytest.mark.parametrize("kwargs", [dict(scheme="autoregressive"), dict(mix=1.5), dict(block_length=0)])
 def test_bad_options_say_what_is_wrong(kwargs):
     with pytest.raises(ValueError, match="masking|mix|block"):
         Masking(**kwargs)

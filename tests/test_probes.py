@@ -32,23 +32,43 @@ def _write(chars: list[str], start: int, value: str) -> None:
     chars[start:start + len(value)] = value
 
 
+def _structure(problem: dict, text: str) -> list[str]:
+    """``text`` with hidden characters that are not digits of the reference restored (the layout)."""
+    return [r if c == HIDDEN and not r.isdigit() else c for c, r in zip(text, problem["answer"])]
+
+
 def reader(problem: dict, text: str) -> str:
-    """Fill from what is visible: copied operands from the earlier line's written result, results from
-    the written operands, the final from the last line; operands from the question by their value."""
+    """Fill left to right from what is written: copied operands from the earlier line's written result,
+    results from the written operands, the final from the last line; operands from the question by value."""
     lines = list(arith._LINE.finditer(problem["answer"]))
-    out = list(text)
+    out = _structure(problem, text)
     for k, m in enumerate(lines):
         for g in (1, 3):
             if HIDDEN in text[m.start(g):m.end(g)]:
                 sources = [j for j in range(k) if lines[j].group(4) == m.group(g)]
-                value = int(text[slice(*lines[sources[-1]].span(4))]) if sources else int(m.group(g))
+                value = int("".join(out[slice(*lines[sources[-1]].span(4))])) if sources else int(m.group(g))
                 _write(out, m.start(g), f"{value:02d}")
         if HIDDEN in text[m.start(4):m.end(4)]:
-            a, b = int(text[slice(*m.span(1))]), int(text[slice(*m.span(3))])
+            a, b = int("".join(out[slice(*m.span(1))])), int("".join(out[slice(*m.span(3))]))
             _write(out, m.start(4), f"{OPS[m.group(2)](a, b):02d}")
     final = probes._FINAL.search(problem["answer"])
     if HIDDEN in text[final.start(1):]:
-        _write(out, final.start(1), str(int(text[slice(*lines[-1].span(4))])))
+        _write(out, final.start(1), str(int("".join(out[slice(*lines[-1].span(4))]))))
+    return "".join(out)
+
+
+def back_solver(problem: dict, text: str) -> str:
+    """Fills a hidden operand from its own line when that line's result and other operand are visible
+    (``a = c - b``), otherwise like :func:`reader`: it reads later lines when they are shown."""
+    out = list(reader(problem, text))
+    first = {"+": lambda c, b: c - b, "*": lambda c, b: c // b, "-": lambda c, b: c + b}    # a from c, b
+    second = {"+": lambda c, a: c - a, "*": lambda c, a: c // a, "-": lambda c, a: a - c}   # b from c, a
+    for m in arith._LINE.finditer(problem["answer"]):
+        hidden = [HIDDEN in text[m.start(g):m.end(g)] for g in (1, 3, 4)]
+        if m.group(2) in first and hidden == [True, False, False]:
+            _write(out, m.start(1), f"{first[m.group(2)](int(m.group(4)), int(m.group(3))):02d}")
+        if m.group(2) in second and hidden == [False, True, False]:
+            _write(out, m.start(3), f"{second[m.group(2)](int(m.group(4)), int(m.group(1))):02d}")
     return "".join(out)
 
 
@@ -90,15 +110,16 @@ class Toy(torch.nn.Module):
             assert (position_ids[r, -len(prompt) - GEN:] == torch.arange(len(prompt) + GEN)).all()
             problem = self.by_question[tok.decode(prompt)]
             window = row[logits_from:]
+            n = len(tok(problem["answer"], add_special_tokens=False)["input_ids"])   # the answer, then EOS
             text, starts = "", []
-            for t in window[:window.index(eos)]:
+            for t in window[:n]:
                 starts.append(len(text))
                 text += HIDDEN if t == self.mask_id else tok.decode([t])
-            filled = self.rule(problem, text)
-            assert HIDDEN in text and len(filled) == len(text)
+            filled = self.rule(problem, text)   # a final recomputed from altered lines may be longer: cut
+            assert HIDDEN in text and len(filled) >= len(text)
             for j, t in enumerate(window):
                 if t == self.mask_id:
-                    t = tok(filled[starts[j]], add_special_tokens=False)["input_ids"][0]
+                    t = tok(filled[starts[j]], add_special_tokens=False)["input_ids"][0] if j < n else eos
                 logits[r, j, t] = 1.0
         return logits
 
@@ -213,3 +234,24 @@ def test_roles_without_instances_are_none_never_nan(char_tok):
     assert row["cf_n"] == 0 and row["cf_copied"] is None and row["probe_result_div"] is None
     assert row["probe_final"] == 1.0
     assert not any(isinstance(v, float) and math.isnan(v) for v in row.values())
+
+
+@pytest.mark.parametrize("tok_name", ["char_tok", "bpe_tok"])
+def test_with_the_rest_masked_a_reader_still_reads_and_computes(tok_name, problems, request):
+    tok = request.getfixturevalue(tok_name)
+    row = _run(tok, problems, reader)
+    assert all(row[c] == 1.0 for c in probes.NEXT_COLUMNS.values() if row[c] is not None)
+    assert row["cf_next_copied"] == 1.0 and row["cf_next_recomputed"] == 0.0
+
+
+def test_later_lines_give_a_copied_result_away_unless_they_are_masked(char_tok, problems):
+    """A model that solves a hidden operand from its own line's visible result never copies line 1 when
+    the rest of the answer is shown; masked after the span, it must read line 1 (and does)."""
+    row = _run(char_tok, problems, back_solver)
+    assert row["cf_copied"] == 0.0 and row["cf_recomputed"] == 1.0
+    assert row["cf_next_copied"] == 1.0
+
+
+def test_masking_after_the_span_reaches_the_end_of_the_window():
+    assert probes._masked([3, 4], 8, after=False) == [3, 4]
+    assert probes._masked([3, 4], 8, after=True) == [3, 4, 5, 6, 7]

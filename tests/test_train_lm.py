@@ -123,7 +123,7 @@ def test_cli_flags_match_config():
     assert cfg.d_model == 128 and cfg.n_layers == 4 and cfg.n_heads == 4 and not cfg.resume
     assert (cfg.masking, cfg.mask_mix, cfg.tokenizer) == ("prefix", 0.5, "bpe")
     with pytest.raises(SystemExit):
-        p.parse_args(["--out", "x", "--masking", "causal"])      # one line from argparse, no traceback
+        p.parse_args(["--out", "x", "--masking", "autoregressive"])      # one line from argparse, no traceback
     assert (cfg.gen_length, cfg.block_length) == (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
 
 
@@ -212,7 +212,7 @@ def test_learning_curve_is_recorded(tmp_path):
     # the probes are logged beside the accuracy at every evaluation
     from tspd.training import probes
     assert set(probes.COLUMNS) <= set(rows[0]) and all(0 <= float(r["probe_operand_question"]) <= 1 for r in rows)
-    assert "question numbers" in (out / "TRAINING.md").read_text()
+    assert "question numbers" in (out / "TRAINING.md").read_text() and "next_result_add" in rows[0]
 
 
 def test_a_try_that_cannot_copy_question_numbers_stops_at_the_gate(tmp_path):
@@ -236,7 +236,8 @@ def test_structured_masking_scores_only_what_it_says(tokenizer):
                     eos_id=tokenizer.eos_token_id)
     g = torch.Generator().manual_seed(0)                  # replay: t per row, then the scheme's draws
     t = 1e-3 + (1 - 1e-3) * stratified_uniform(8, "cpu", g)
-    masked, scored = mask_answer(b.input_ids[:, P:], t, tokenizer.eos_token_id, masking, g)
+    masked, scored, ratio = mask_answer(b.input_ids[:, P:], t, tokenizer.eos_token_id, masking, g)
+    assert torch.equal(ratio, t)
     assert torch.equal(model.seen[:, P:] == tokenizer.mask_token_id, masked)
     assert (masked & ~scored).any()                       # later blocks are masked but not scored
     expected = (scored.sum(-1) / t[:, 0] * math.log(len(tokenizer)) / 64).mean()
@@ -262,3 +263,13 @@ def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):
     logged.clear()
     final_evaluation(out, cfg, logged.append)
     assert len(logged) == len(SWEEP)                                  # nothing reused from other weights
+
+
+def test_a_resumed_run_upgrades_an_older_eval_log(tmp_path):
+    from tspd.training.train_lm import EVAL_COLUMNS, read_log, upgrade_eval_log
+    path = tmp_path / "eval_log.csv"
+    path.write_text("step,minutes,loss,accuracy,n,probe_final\n10,1.0,0.5,0.25,200,0.5\n")
+    upgrade_eval_log(path)
+    assert path.read_text().splitlines()[0] == ",".join(EVAL_COLUMNS)
+    row, = read_log(path)
+    assert (row["step"], row["accuracy"], row["probe_final"], row["next_final"]) == (10, 0.25, 0.5, None)

@@ -14,7 +14,10 @@ Schemes (each sample of a batch draws its own; ``mix`` is the share that is not 
 - ``prefix``: a clean prefix up to a random cut inside the answer, every position after it masked
   with probability ``t`` (the state of a decoder that has written the first lines);
 - ``block``: semi-autoregressive, as block-wise decoding sees it: blocks before a random block clean,
-  that block masked with probability ``t``, later blocks fully masked; only the block is scored.
+  that block masked with probability ``t``, later blocks fully masked; only the block is scored;
+- ``causal``: a clean prefix, everything after it masked (the first ``1 - t`` of the answer clean): no
+  later line can give a masked result away (under the other schemes the next line's copy of a result, or
+  the final line, often can), so a result must be computed from the operands written before it.
 
 The loss (:func:`tspd.training.train_lm.sft_loss`) weights each scored position by ``1/t``, as Eq. 5.
 """
@@ -24,12 +27,12 @@ from dataclasses import dataclass
 
 import torch
 
-SCHEMES = ("uniform", "prefix", "block")
+SCHEMES = ("uniform", "prefix", "block", "causal")
 
 
 @dataclass(frozen=True)
 class Masking:
-    scheme: str = "uniform"   # uniform | prefix | block
+    scheme: str = "uniform"   # uniform | prefix | block | causal
     mix: float = 0.0          # share of each batch masked by ``scheme``; the rest uniform (LLaDA)
     block_length: int = 32    # the decoder's block (``block`` scheme only)
 
@@ -43,27 +46,34 @@ class Masking:
 
 
 def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, masking: Masking,
-                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(masked, scored)``, both ``[B, L]`` bool, for the answer region ``answer`` ``[B, L]``.
+                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(masked, scored, ratio)`` for the answer region ``answer`` ``[B, L]``.
 
-    ``t`` ``[B, 1]`` is each sample's mask ratio. ``masked``: positions replaced by the mask token;
-    ``scored``: those whose cross-entropy counts (a subset of ``masked``). The answer's own length
-    (before its EOS fill) bounds the ``prefix`` cut, so that a cut never falls in the padding.
+    ``t`` ``[B, 1]`` is each sample's mask ratio. ``masked``, ``[B, L]`` bool: positions replaced by the
+    mask token; ``scored``: those whose cross-entropy counts (a subset of ``masked``); ``ratio`` ``[B, 1]``:
+    what each scored position's loss is divided by (``t``; for a ``causal`` sample the share of the window
+    it masks, which its EOS fill keeps away from 0). The answer's own length (before its EOS fill) bounds
+    the ``prefix`` and ``causal`` cuts, so that a cut never falls in the padding.
     """
     B, L = answer.shape
     dev = answer.device
     coin = torch.rand(B, L, device=dev, generator=generator) < t
     if masking.scheme == "uniform" or masking.mix == 0.0:
-        return coin, coin
+        return coin, coin, t
     structured = (torch.rand(B, 1, device=dev, generator=generator) < masking.mix)
     pos = torch.arange(L, device=dev).unsqueeze(0)
     if eos_id is None:
         raise ValueError(f"{masking.scheme} masking needs the EOS id (where the answer's fill begins)")
     length = (answer != eos_id).sum(-1, keepdim=True)              # tokens before the EOS fill
+    ratio = t
     if masking.scheme == "prefix":
         cut = (torch.rand(B, 1, device=dev, generator=generator) * (length + 1)).long()  # 0..length
         masked = coin & (pos >= cut)
         scored = masked
+    elif masking.scheme == "causal":
+        cut = ((1 - t) * (length + 1)).long().clamp_max(length)                          # 0..length
+        masked = scored = pos >= cut
+        ratio = masked.sum(-1, keepdim=True) / L
     else:  # block
         n_blocks = (length.clamp_min(1) - 1) // masking.block_length + 1    # blocks the answer reaches
         block = (torch.rand(B, 1, device=dev, generator=generator) * n_blocks).long()
@@ -71,7 +81,8 @@ def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, maski
         inside = (pos >= start) & (pos < start + masking.block_length)
         masked = (coin & inside) | (pos >= start + masking.block_length)
         scored = coin & inside
-    return torch.where(structured, masked, coin), torch.where(structured, scored, coin)
+    return (torch.where(structured, masked, coin), torch.where(structured, scored, coin),
+            torch.where(structured, ratio, t))
 
 
 __all__ = ["Masking", "SCHEMES", "mask_answer"]

@@ -46,7 +46,10 @@ ROLES = ("operand_question", "operand_result", "result*", "result+", "result-", 
 ROLE_COLUMNS = {"operand_question": "probe_operand_question", "operand_result": "probe_operand_result",
                 "result*": "probe_result_mul", "result+": "probe_result_add", "result-": "probe_result_sub",
                 "result/": "probe_result_div", "final": "probe_final"}
-COLUMNS = (*ROLE_COLUMNS.values(), "cf_copied", "cf_recomputed", "cf_n")
+# The same with everything after the span masked too (``after=True``): ``next_*`` and ``cf_next_*``.
+NEXT_COLUMNS = {role: "next_" + col.removeprefix("probe_") for role, col in ROLE_COLUMNS.items()}
+COLUMNS = (*ROLE_COLUMNS.values(), "cf_copied", "cf_recomputed", "cf_n",
+           *NEXT_COLUMNS.values(), "cf_next_copied", "cf_next_recomputed")
 
 _FINAL = re.compile(r"####\s*(\d+)")
 _NUMBER = re.compile(r"\d+")
@@ -89,6 +92,11 @@ def token_positions(offsets: list[tuple[int, int]], start: int, end: int) -> lis
     return [i for i, (s, e) in enumerate(offsets) if s < end and e > start]
 
 
+def _masked(pos: list[int], gen_length: int, after: bool) -> list[int]:
+    """The window positions to mask: the span's, and with ``after`` every position after it as well."""
+    return pos + list(range(pos[-1] + 1, gen_length)) if after else pos
+
+
 def _encode(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
@@ -101,8 +109,9 @@ def _window(tokenizer, ids: list[int], gen_length: int) -> list[int]:
     return ids + [tokenizer.eos_token_id] * (gen_length - len(ids))
 
 
-# An instance: (prompt ids, answer window ids, positions to mask).
-Item = tuple[list[int], list[int], list[int]]
+# An instance: (prompt ids, answer window ids, positions to mask, how many of them are the span's: those
+# are the ones read back).
+Item = tuple[list[int], list[int], list[int], int]
 
 
 @torch.no_grad()
@@ -123,7 +132,7 @@ def _predict(model, tokenizer, items: list[Item], gen_length: int, mask_id: int,
             ids = torch.full((len(chunk), width + gen_length), tokenizer.pad_token_id, dtype=torch.long)
             att = torch.zeros_like(ids)
             for r, i in enumerate(chunk):
-                prompt, window, pos = items[i]
+                prompt, window, pos, _ = items[i]
                 ids[r, width - len(prompt):width] = torch.tensor(prompt, dtype=torch.long)
                 ids[r, width:] = torch.tensor(window, dtype=torch.long)
                 ids[r, width + torch.tensor(pos, dtype=torch.long)] = mask_id
@@ -133,22 +142,28 @@ def _predict(model, tokenizer, items: list[Item], gen_length: int, mask_id: int,
                            logits_from=width)
             pred = logits.argmax(-1).cpu()
             for r, i in enumerate(chunk):
-                out[i] = pred[r, items[i][2]].tolist()
+                out[i] = pred[r, items[i][2]].tolist()[:items[i][3]]
     finally:
         model.train(was_training)
     return out
 
 
 def probe_spans(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int,
-                batch: int = 128) -> dict[str, tuple[int, int]]:
-    """``{role: (right, total)}`` over every span of :func:`spans`, for every role of :data:`ROLES`."""
+                batch: int = 128, after: bool = False) -> dict[str, tuple[int, int]]:
+    """``{role: (right, total)}`` over every span of :func:`spans`, for every role of :data:`ROLES`.
+
+    With ``after`` everything after the span is masked too: the state of a decoder that has written the
+    answer up to the span. Without it, later lines can give the span away (a result is copied by the next
+    line, an operand follows from its line's result), so only ``after`` shows whether the model can
+    *compute* a result from its operands.
+    """
     items, roles, targets = [], [], []
     for p in problems:
         ids, offsets = _encode(tokenizer, p["answer"])
         prompt, window = _encode(tokenizer, arith.prompt(p))[0], _window(tokenizer, ids, gen_length)
         for s in spans(p):
             pos = token_positions(offsets, s.start, s.end)
-            items.append((prompt, window, pos))
+            items.append((prompt, window, _masked(pos, gen_length, after), len(pos)))
             roles.append(s.role)
             targets.append([window[i] for i in pos])
     counts = {role: [0, 0] for role in ROLES}
@@ -193,8 +208,12 @@ def counterfactual_case(problem: dict, seed: int = 0) -> tuple[str, Span, int, i
 
 
 def counterfactual(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
-                   batch: int = 128) -> dict[str, int]:
-    """``{"copied", "recomputed", "other", "n"}`` over the problems with a :func:`counterfactual_case`."""
+                   batch: int = 128, after: bool = False) -> dict[str, int]:
+    """``{"copied", "recomputed", "other", "n"}`` over the problems with a :func:`counterfactual_case`.
+
+    With ``after`` everything after the masked operand is masked too, so the later lines cannot tell the
+    true value: what remains is the question (recompute) and the altered line (copy), as when decoding.
+    """
     items, copied, recomputed = [], [], []
     for p in problems:
         case = counterfactual_case(p, seed)
@@ -206,7 +225,8 @@ def counterfactual(model, tokenizer, problems: list[dict], gen_length: int, *, m
         pos = token_positions(offsets, span.start, span.end)
         if pos != token_positions(ref_offsets, span.start, span.end):
             continue   # x and x' tokenized differently: not comparable (never with single-digit tokens)
-        items.append((_encode(tokenizer, arith.prompt(p))[0], _window(tokenizer, ids, gen_length), pos))
+        items.append((_encode(tokenizer, arith.prompt(p))[0], _window(tokenizer, ids, gen_length),
+                      _masked(pos, gen_length, after), len(pos)))
         copied.append([ids[i] for i in pos])
         recomputed.append([ref_ids[i] for i in pos])
     out = {"copied": 0, "recomputed": 0, "other": 0, "n": len(items)}
@@ -217,16 +237,23 @@ def counterfactual(model, tokenizer, problems: list[dict], gen_length: int, *, m
 
 def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
                batch: int = 128) -> dict[str, float | int | None]:
-    """Both probes as one flat dict with the keys of :data:`COLUMNS`, in that order.
+    """Both probes, with the rest of the answer visible and with everything after the span masked, as one
+    flat dict with the keys of :data:`COLUMNS`, in that order.
 
     Fractions lie in [0, 1]; a fraction with no instance is None (an empty CSV cell), never NaN;
     ``cf_n`` is the number of counterfactual cases (an int).
     """
-    roles = fractions(probe_spans(model, tokenizer, problems, gen_length, mask_id=mask_id, batch=batch))
-    cf = counterfactual(model, tokenizer, problems, gen_length, mask_id=mask_id, seed=seed, batch=batch)
-    n = cf["n"]
-    row = {ROLE_COLUMNS[role]: value for role, value in roles.items()}
-    row.update(cf_copied=cf["copied"] / n if n else None, cf_recomputed=cf["recomputed"] / n if n else None, cf_n=n)
+    row = {}
+    for after, names, cf_prefix in ((False, ROLE_COLUMNS, "cf_"), (True, NEXT_COLUMNS, "cf_next_")):
+        roles = fractions(probe_spans(model, tokenizer, problems, gen_length, mask_id=mask_id, batch=batch,
+                                      after=after))
+        cf = counterfactual(model, tokenizer, problems, gen_length, mask_id=mask_id, seed=seed, batch=batch,
+                            after=after)
+        n = cf["n"]
+        row.update({names[role]: value for role, value in roles.items()})
+        row.update({cf_prefix + "copied": cf["copied"] / n if n else None,
+                    cf_prefix + "recomputed": cf["recomputed"] / n if n else None})
+        row["cf_n"] = n
     return {k: row[k] for k in COLUMNS}
 
 

@@ -77,7 +77,7 @@ class LMTrainConfig:
     gen_length: int = arith.GEN_LENGTH      # answer region = the inference generation window
     block_length: int = arith.BLOCK_LENGTH  # only used for evaluation (semi-AR blocks)
     tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
-    masking: str = "uniform"       # uniform (LLaDA) | prefix (clean prefix to a random cut) | block (semi-AR)
+    masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
     batch_size: int = 64           # sequences per optimizer step
     lr: float = 3e-3               # peak AdamW learning rate
@@ -271,11 +271,11 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
     answer = ids[:, P:]
     B, L = answer.shape
     t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
-    masked, scored = mask_answer(answer, t, eos_id, masking, generator)
+    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator)
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
     logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
     ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
-    return ((ce * scored / t).sum(-1) / L).mean()
+    return ((ce * scored / ratio).sum(-1) / L).mean()
 
 
 def stratified_uniform(n: int, device, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -393,9 +393,11 @@ def sweep_table(evals: list[dict]) -> list[str]:
     return rows
 
 
-CURVE_PROBES = {"probe_operand_question": "question numbers", "probe_operand_result": "earlier results",
-                "probe_result_mul": "products", "probe_result_add": "sums", "probe_result_sub": "differences",
-                "probe_final": "final line", "cf_copied": "counterfactual: copies"}
+# The learning curve's probes: with everything after the span masked (the state of a decoder that has written
+# the answer up to it), so a later line cannot give the span away.
+CURVE_PROBES = {"next_operand_question": "question numbers", "next_operand_result": "earlier results",
+                "next_result_mul": "products", "next_result_add": "sums", "next_result_sub": "differences",
+                "next_final": "final line", "cf_next_copied": "counterfactual: copies"}
 
 
 def _pct(x) -> str:
@@ -403,14 +405,21 @@ def _pct(x) -> str:
 
 
 def probe_table(probed: dict) -> list[str]:
-    """Markdown: the final record's teacher-forced probes and the counterfactual."""
-    names = {**CURVE_PROBES, "probe_result_div": "quotients", "cf_copied": "counterfactual: copies the altered value",
-             "cf_recomputed": "counterfactual: recomputes the true value"}
-    rows = ["## Teacher-forced probes (`tspd.training.probes`, reference solution visible, one span masked)", "",
-            f"On the first {probed['n']} test problems; the counterfactual on the {probed['cf_n']} of them whose first "
-            "result is copied by a later line (that result altered, the copy masked).", "",
-            "| probe | right |", "|---|---|"]
-    rows += [f"| {names[k]} | {_pct(probed.get(k))} |" for k in probes.COLUMNS[:-1]]
+    """Markdown: the final record's teacher-forced probes and the counterfactual, with the rest of the
+    answer visible and with everything after the span masked."""
+    names = {"operand_question": "question numbers", "operand_result": "earlier results", "result*": "products",
+             "result+": "sums", "result-": "differences", "result/": "quotients", "final": "final line"}
+    rows = ["## Teacher-forced probes (`tspd.training.probes`: the reference solution in the window, one span masked)",
+            "", f"On the first {probed['n']} test problems; the counterfactual on the {probed['cf_n']} of them whose "
+            "first result is copied by a later line (that result altered, the copy masked: does the model write "
+            "the altered value, or recompute the true one?).", "",
+            "| probe | rest of the answer visible | everything after the span masked |", "|---|---|---|"]
+    rows += [f"| {name} | {_pct(probed.get(probes.ROLE_COLUMNS[role]))} | {_pct(probed.get(probes.NEXT_COLUMNS[role]))} |"
+             for role, name in names.items()]
+    rows += [f"| counterfactual: copies the altered value | {_pct(probed.get('cf_copied'))} | "
+             f"{_pct(probed.get('cf_next_copied'))} |",
+             f"| counterfactual: recomputes the true value | {_pct(probed.get('cf_recomputed'))} | "
+             f"{_pct(probed.get('cf_next_recomputed'))} |"]
     return rows + [""]
 
 
@@ -445,7 +454,8 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("resumes"):
         lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
     if info.get("curve"):
-        lines += ["## Learning curve (held-out, 1 token per step; teacher-forced probes, `tspd.training.probes`)", "",
+        lines += ["## Learning curve (held-out, 1 token per step; teacher-forced probes with everything after the "
+                  "span masked, `tspd.training.probes`)", "",
                   "| step | training minutes | loss | accuracy | n | " + " | ".join(CURVE_PROBES.values()) + " |",
                   "|---|---|---|---|---|" + "---|" * len(CURVE_PROBES)]
         lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
@@ -554,6 +564,8 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     step, tokens, recent = info["step"], info["tokens"], info["recent"]
     stream = BatchStream(tokenizer, cfg, skip_batches=step)
     mode = "a" if cfg.resume else "w"
+    if cfg.resume:
+        upgrade_eval_log(out / "eval_log.csv")
     csv_file, eval_file = (out / "train_log.csv").open(mode, newline=""), (out / "eval_log.csv").open(mode, newline="")
     writer, eval_writer = csv.writer(csv_file), csv.writer(eval_file)
     if not cfg.resume:
@@ -657,6 +669,23 @@ def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:
         return (f"after {point['minutes']:.0f} min the model copies {copy:.0%} of question numbers "
                 f"(--gate-copy {cfg.gate_copy:.0%} by --gate-minutes {cfg.gate_minutes:g})")
     return None
+
+
+def upgrade_eval_log(path: Path) -> None:
+    """Rewrite an ``eval_log.csv`` begun by an older train-lm with today's columns (new cells empty), so a
+    resumed run appends rows under the right header."""
+    if not path.is_file():
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+        f.seek(0)
+        header = next(csv.reader(f), [])
+    if tuple(header) == EVAL_COLUMNS:
+        return
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=EVAL_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def read_log(path: str | Path) -> list[dict]:
