@@ -614,7 +614,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 eval_writer.writerow([point[k] if point[k] is not None else "" for k in EVAL_COLUMNS])
                 eval_file.flush()
                 log(f"step {step:6d} | eval 1 token/step: {point['accuracy']:.1%} of {point['n']} | probes " +
-                    ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS[:-1]
+                    ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS if k != "cf_n"
                               if point[k] is not None))
                 t_start += time.time() - now   # evaluation time does not count against --minutes
                 failed = gate_failed(cfg, point)
