@@ -181,3 +181,32 @@ def test_line_accuracy_counts_reference_lines_right_at_their_index():
     assert wrong_sum == {"*": [2, 2], "+": [0, 1], "-": [0, 1], "/": [0, 0]}
     shifted = arith.line_accuracy([p], ["3*5 = 15\n4*7 = 28"])         # right lines, wrong places
     assert shifted["*"] == [0, 2] and arith.line_accuracy([p], [None])["+"] == [0, 1]
+
+
+def test_an_altered_solution_follows_its_altered_first_line():
+    import random
+    rng = random.Random(0)
+    problems = arith.load_split("test", 100)
+    done = [(p, arith.altered(p, rng)) for p in problems]
+    assert sum(a is not None for _, a in done) >= 80
+    for p, a in done:
+        if a is None:
+            continue
+        lines = [arith._LINE.fullmatch(line).groups() for line in a["answer"].split("\n")[:-1]]
+        ref = [arith._LINE.fullmatch(line).groups() for line in p["answer"].split("\n")[:-1]]
+        assert lines[0][:3] == ref[0][:3] and lines[0][3] != ref[0][3]      # same operands, another result
+        assert a["answer"][:a["clean_chars"]] == p["answer"].split("\n")[0][:-2] + lines[0][3]
+        ops = {"+": int.__add__, "-": int.__sub__, "*": int.__mul__, "/": int.__floordiv__}
+        for k, (x, op, y, z) in enumerate(lines[1:], 1):
+            assert ops[op](int(x), int(y)) == int(z) and 0 <= int(z) <= 99          # every later line holds
+            for g, v in ((0, x), (2, y)):
+                if any(int(ref[k][g]) == int(r[3]) for r in ref[:k]):             # a copy of an earlier result
+                    j = max(i for i, r in enumerate(ref[:k]) if int(r[3]) == int(ref[k][g]))
+                    assert int(v) == int(lines[j][3])                               # carries the altered value
+        assert arith.extract_answer(a["answer"]) == a["final"] == str(int(lines[-1][3]))
+
+
+def test_an_operand_equal_to_a_question_number_and_an_earlier_result_is_not_altered():
+    import random
+    p = {"question": "A has 2 bags of 3 nuts and 6 more. Total?", "answer": "02*03 = 06\n06+06 = 12\n#### 12"}
+    assert arith.altered(p, random.Random(0)) is None

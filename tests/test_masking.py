@@ -82,3 +82,17 @@ def test_bad_options_say_what_is_wrong(kwargs):
 def test_structured_masking_needs_the_eos_id():
     with pytest.raises(ValueError, match="EOS"):
         mask_answer(_answers(2, 8, 4), torch.full((2, 1), 0.5), None, Masking("prefix", mix=1.0))
+
+
+def test_altered_rows_keep_their_clean_prefix_and_mask_everything_after_the_cut():
+    g = torch.Generator().manual_seed(0)
+    t = torch.tensor([[1.0], [0.5], [1.0]])
+    clean = torch.tensor([[10], [10], [0]])                   # rows 0-1 altered, row 2 an ordinary one
+    masked, scored, ratio = mask_answer(_answers(3, 64, 40), t, EOS, Masking("uniform"), g, clean)
+    assert torch.equal(masked, scored)
+    cuts = (~masked).sum(-1)
+    assert cuts[:2].tolist() == [10, 25]                      # clean up to 10, then (1 - t) of the rest
+    for row, cut in zip(masked[:2], cuts[:2]):
+        assert not row[:cut].any() and row[cut:].all()
+    assert masked[2].all()                                     # t = 1 under uniform masking: all masked
+    assert ratio[:, 0].tolist() == pytest.approx([54 / 64, 39 / 64, 1.0])

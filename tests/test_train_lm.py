@@ -273,3 +273,22 @@ def test_a_resumed_run_upgrades_an_older_eval_log(tmp_path):
     assert path.read_text().splitlines()[0] == ",".join(EVAL_COLUMNS)
     row, = read_log(path)
     assert (row["step"], row["accuracy"], row["probe_final"], row["next_final"]) == (10, 0.25, 0.5, None)
+
+
+def test_altered_problems_keep_their_first_line_clean(tokenizer):
+    import random
+    p = arith.load_split("test", 2)
+    a = arith.altered(p[0], random.Random(0))
+    b = make_batch(tokenizer, [a, p[1]], gen_length=64, prompt_multiple=8)
+    n = len(tokenizer(a["answer"][:a["clean_chars"]], add_special_tokens=False)["input_ids"])
+    assert b.clean[:, 0].tolist() == [n, 0]
+    assert make_batch(tokenizer, p, gen_length=64).clean is None       # no altered problem: no clean prefix
+    cfg = LMTrainConfig(out="", batch_size=8, alter_frac=0.5, gen_length=64)
+    from tspd.training.train_lm import BatchStream
+    first, again = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg)
+    try:
+        x, y = next(first), next(again)
+        assert torch.equal(x.input_ids, y.input_ids) and torch.equal(x.clean, y.clean)   # seeded: a resume agrees
+        assert 0 < int((x.clean > 0).sum()) < 8
+    finally:
+        first.close(), again.close()

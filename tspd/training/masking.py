@@ -46,7 +46,8 @@ class Masking:
 
 
 def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, masking: Masking,
-                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                generator: torch.Generator | None = None,
+                clean: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(masked, scored, ratio)`` for the answer region ``answer`` ``[B, L]``.
 
     ``t`` ``[B, 1]`` is each sample's mask ratio. ``masked``, ``[B, L]`` bool: positions replaced by the
@@ -54,10 +55,16 @@ def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, maski
     what each scored position's loss is divided by (``t``; for a ``causal`` sample the share of the window
     it masks, which its EOS fill keeps away from 0). The answer's own length (before its EOS fill) bounds
     the ``prefix`` and ``causal`` cuts, so that a cut never falls in the padding.
+
+    ``clean`` ``[B, 1]`` (optional): rows with a positive value are masked ``causal``-ly whatever the
+    scheme, with the cut at or after that many tokens (an altered solution, :func:`tspd.eval.tasks.arith.
+    altered`, whose altered line must stay visible for the rest of it to make sense).
     """
     B, L = answer.shape
     dev = answer.device
     coin = torch.rand(B, L, device=dev, generator=generator) < t
+    if clean is not None:
+        return _with_clean_prefix(answer, t, eos_id, masking, generator, clean)
     if masking.scheme == "uniform" or masking.mix == 0.0:
         return coin, coin, t
     structured = (torch.rand(B, 1, device=dev, generator=generator) < masking.mix)
@@ -83,6 +90,21 @@ def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, maski
         scored = coin & inside
     return (torch.where(structured, masked, coin), torch.where(structured, scored, coin),
             torch.where(structured, ratio, t))
+
+
+def _with_clean_prefix(answer, t, eos_id, masking, generator, clean):
+    """:func:`mask_answer` for a batch with altered rows: those causal after their clean prefix."""
+    if eos_id is None:
+        raise ValueError("altered solutions need the EOS id (where the answer's fill begins)")
+    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator)
+    L = answer.shape[1]
+    length = (answer != eos_id).sum(-1, keepdim=True)
+    cut = clean + ((1 - t) * (length - clean + 1)).long().clamp(min=0)
+    cut = torch.minimum(cut, length)
+    forced = torch.arange(L, device=answer.device).unsqueeze(0) >= cut
+    altered = clean > 0
+    return (torch.where(altered, forced, masked), torch.where(altered, forced, scored),
+            torch.where(altered, forced.sum(-1, keepdim=True) / L, ratio))
 
 
 __all__ = ["Masking", "SCHEMES", "mask_answer"]

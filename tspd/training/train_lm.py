@@ -35,6 +35,7 @@ import json
 import math
 import os
 import queue
+import random
 import shlex
 import sys
 import tempfile
@@ -79,6 +80,7 @@ class LMTrainConfig:
     tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
     masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
+    alter_frac: float = 0.0        # share of problems with line 1's result altered and carried through (read what is written)
     batch_size: int = 64           # sequences per optimizer step
     lr: float = 3e-3               # peak AdamW learning rate
     min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
@@ -182,11 +184,18 @@ class Batch:
     attention_mask: torch.Tensor  # [B, P + L] 0 on left padding
     position_ids: torch.Tensor    # [B, P + L] cumsum(mask) - 1
     prompt_width: int             # P: the answer region is input_ids[:, P:]
+    clean: torch.Tensor | None = None   # [B, 1] answer tokens kept clean (an altered solution's line 1), or None
 
     def to(self, device) -> "Batch":
         nb = device.type == "cuda"
-        return Batch(self.input_ids.to(device, non_blocking=nb), self.attention_mask.to(device, non_blocking=nb),
-                     self.position_ids.to(device, non_blocking=nb), self.prompt_width)
+        move = lambda x: None if x is None else x.to(device, non_blocking=nb)   # noqa: E731
+        return Batch(move(self.input_ids), move(self.attention_mask), move(self.position_ids), self.prompt_width,
+                     move(self.clean))
+
+    def pin_memory(self) -> "Batch":
+        pin = lambda x: None if x is None else x.pin_memory()   # noqa: E731
+        return Batch(pin(self.input_ids), pin(self.attention_mask), pin(self.position_ids), self.prompt_width,
+                     pin(self.clean))
 
 
 def encode_answer(tokenizer, answer: str, gen_length: int) -> list[int]:
@@ -205,12 +214,16 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
     B = len(problems)
     ids = torch.full((B, width + gen_length), tokenizer.pad_token_id, dtype=torch.long)
     mask = torch.zeros((B, width + gen_length), dtype=torch.long)
+    clean = torch.zeros((B, 1), dtype=torch.long)
     for i, (p, pr) in enumerate(zip(problems, prompts)):
         ids[i, width - len(pr):width] = torch.tensor(pr)
         ids[i, width:] = torch.tensor(encode_answer(tokenizer, p["answer"], gen_length))
         mask[i, width - len(pr):] = 1
+        if p.get("clean_chars"):      # an altered solution: its tokens up to there stay visible
+            offsets = tokenizer(p["answer"], add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            clean[i] = sum(end <= p["clean_chars"] for _, end in offsets)
     pos = (mask.cumsum(-1) - 1).clamp_min(0)
-    return Batch(ids, mask, pos, width)
+    return Batch(ids, mask, pos, width, clean if clean.any() else None)
 
 
 class BatchStream:
@@ -221,6 +234,7 @@ class BatchStream:
         self.problems = arith.iter_train(cfg.seed)
         for _ in range(skip_batches * cfg.batch_size):   # a resumed run continues the same stream
             next(self.problems)
+        self.index = skip_batches
         self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._fill, daemon=True)
@@ -230,10 +244,13 @@ class BatchStream:
         try:
             while not self.stop.is_set():
                 chunk = [next(self.problems) for _ in range(self.cfg.batch_size)]
+                if self.cfg.alter_frac:   # the same alterations after a resume: seeded by the batch's index
+                    rng = random.Random(f"alter-{self.cfg.seed}-{self.index}")
+                    chunk = [(rng.random() < self.cfg.alter_frac and arith.altered(p, rng)) or p for p in chunk]
+                self.index += 1
                 batch = make_batch(self.tokenizer, chunk, self.cfg.gen_length, self.cfg.prompt_multiple)
                 if torch.cuda.is_available() and self.cfg.device == "cuda":
-                    batch = Batch(batch.input_ids.pin_memory(), batch.attention_mask.pin_memory(),
-                                  batch.position_ids.pin_memory(), batch.prompt_width)
+                    batch = batch.pin_memory()
                 self._put(batch)
         except BaseException as e:   # hand the error to the training loop instead of leaving it waiting
             self._put(e)
@@ -271,7 +288,7 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
     answer = ids[:, P:]
     B, L = answer.shape
     t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
-    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator)
+    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator, batch.clean)
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
     logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
     ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)

@@ -309,6 +309,52 @@ def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]
     return out
 
 
+def altered(problem: dict, rng: random.Random) -> dict | None:
+    """The problem with line 1's result replaced by another value and the solution redone from it.
+
+    Every later operand that copies an earlier result carries the new value, every later result is
+    recomputed, and the final line repeats the last one: a solution that is wrong about the question but
+    follows what its lines say. Training on a few of these (``train-lm --alter-frac``) rewards reading the
+    written lines over recomputing a number from the question. ``clean_chars`` is where line 1's result
+    ends (training keeps the answer clean up to there). None when an operand's source is ambiguous (equal
+    to a question number and to an earlier result) or no replacement keeps every number in 0..99 with
+    exact quotients.
+    """
+    lines = [m.groups() for m in _LINE.finditer(problem["answer"])]
+    asked = {int(n) for n in re.findall(r"\d+", problem["question"])}
+    results = [int(c) for _, _, _, c in lines]
+    sources = []                                     # per line, per operand: index of the line it copies
+    for k, (a, _, b, _) in enumerate(lines):
+        src = []
+        for v in (int(a), int(b)):
+            earlier = [j for j in range(k) if results[j] == v]
+            if earlier and v in asked:
+                return None
+            src.append(earlier[-1] if earlier else None)
+        sources.append(src)
+    for x in rng.sample(range(100), 100):
+        if x == results[0]:
+            continue
+        new = [x]
+        for k in range(1, len(lines)):
+            a, op, b, _ = lines[k]
+            va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
+            if (op == "/" and (vb == 0 or va % vb)) or (op == "-" and va < vb):
+                break
+            c = {"+": va + vb, "-": va - vb, "*": va * vb, "/": va // max(vb, 1)}[op]
+            if c > 99:
+                break
+            new.append(c)
+        else:
+            text = []
+            for k, (a, op, b, _) in enumerate(lines):
+                va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
+                text.append(f"{va:02d}{op}{vb:02d} = {new[k]:02d}" if k else f"{a}{op}{b} = {x:02d}")
+            answer = "\n".join(text) + f"\n#### {new[-1]}"
+            return {**problem, "answer": answer, "final": str(new[-1]), "clean_chars": len(text[0])}
+    return None
+
+
 _FINAL = re.compile(r"####\s*(-?\d[\d,]*(?:\.\d+)?)")
 
 
