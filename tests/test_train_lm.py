@@ -45,7 +45,7 @@ def test_make_batch_left_pads_like_inference(tokenizer):
 
 
 def test_encode_answer_never_truncates(tokenizer):
-    assert len(encode_answer(tokenizer, "#### 1", 8)) == 8
+    assert len(encode_answer(tokenizer, "#### 1", 8)[0]) == 8
     with pytest.raises(ValueError):
         encode_answer(tokenizer, "x" * 8, 8)          # no room for an EOS after the answer
 

@@ -198,12 +198,15 @@ class Batch:
                      pin(self.clean))
 
 
-def encode_answer(tokenizer, answer: str, gen_length: int) -> list[int]:
-    """Answer ids followed by EOS up to ``gen_length``; the answer must leave room for one EOS."""
-    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+def encode_answer(tokenizer, answer: str, gen_length: int, clean_chars: int = 0) -> tuple[list[int], int]:
+    """Answer ids followed by EOS up to ``gen_length`` (the answer must leave room for one EOS), and how
+    many of its tokens end within its first ``clean_chars`` characters (an altered solution's clean prefix)."""
+    enc = tokenizer(answer, add_special_tokens=False, return_offsets_mapping=bool(clean_chars))
+    ids = enc["input_ids"]
     if len(ids) >= gen_length:
         raise ValueError(f"answer of {len(ids)} tokens does not fit gen_length={gen_length} with an EOS after it")
-    return ids + [tokenizer.eos_token_id] * (gen_length - len(ids))
+    clean = sum(end <= clean_chars for _, end in enc["offset_mapping"]) if clean_chars else 0
+    return ids + [tokenizer.eos_token_id] * (gen_length - len(ids)), clean
 
 
 def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple: int = 1) -> Batch:
@@ -217,11 +220,9 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
     clean = torch.zeros((B, 1), dtype=torch.long)
     for i, (p, pr) in enumerate(zip(problems, prompts)):
         ids[i, width - len(pr):width] = torch.tensor(pr)
-        ids[i, width:] = torch.tensor(encode_answer(tokenizer, p["answer"], gen_length))
+        answer, clean[i] = encode_answer(tokenizer, p["answer"], gen_length, p.get("clean_chars", 0))
+        ids[i, width:] = torch.tensor(answer)     # an altered solution's tokens up to ``clean`` stay visible
         mask[i, width - len(pr):] = 1
-        if p.get("clean_chars"):      # an altered solution: its tokens up to there stay visible
-            offsets = tokenizer(p["answer"], add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-            clean[i] = sum(end <= p["clean_chars"] for _, end in offsets)
     pos = (mask.cumsum(-1) - 1).clamp_min(0)
     return Batch(ids, mask, pos, width, clean if clean.any() else None)
 

@@ -29,6 +29,7 @@ grading is exact match of the final ``#### N`` number against the reference solu
 from __future__ import annotations
 
 import hashlib
+import operator
 import random
 import re
 from functools import lru_cache
@@ -68,6 +69,10 @@ def _digit(rng: random.Random) -> int:
     return rng.randint(2, 9)
 
 
+_OPS: dict[str, Callable[[int, int], int]] = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+                                              "/": operator.floordiv}
+
+
 def _eq(a: int, op: str, b: int) -> tuple[str, int]:
     """One solution line, every number written with two digits (``04*07 = 28``).
 
@@ -75,7 +80,7 @@ def _eq(a: int, op: str, b: int) -> tuple[str, int]:
     line, which a small RoPE model learns sooner than variable-width arithmetic (try 3 against try 2 in
     ``results/training/tiny-arith-fw/``).
     """
-    c = {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
+    c = _OPS[op](a, b)
     return f"{a:02d}{op}{b:02d} = {c:02d}", c
 
 
@@ -335,21 +340,19 @@ def altered(problem: dict, rng: random.Random) -> dict | None:
     for x in rng.sample(range(100), 100):
         if x == results[0]:
             continue
-        new = [x]
+        a, op, b, _ = lines[0]
+        text, new = [f"{a}{op}{b} = {x:02d}"], [x]
         for k in range(1, len(lines)):
             a, op, b, _ = lines[k]
             va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
             if (op == "/" and (vb == 0 or va % vb)) or (op == "-" and va < vb):
                 break
-            c = {"+": va + vb, "-": va - vb, "*": va * vb, "/": va // max(vb, 1)}[op]
+            line, c = _eq(va, op, vb)
             if c > 99:
                 break
+            text.append(line)
             new.append(c)
         else:
-            text = []
-            for k, (a, op, b, _) in enumerate(lines):
-                va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
-                text.append(f"{va:02d}{op}{vb:02d} = {new[k]:02d}" if k else f"{a}{op}{b} = {x:02d}")
             answer = "\n".join(text) + f"\n#### {new[-1]}"
             return {**problem, "answer": answer, "final": str(new[-1]), "clean_chars": len(text[0])}
     return None
