@@ -36,6 +36,20 @@ def test_make_problem_is_deterministic():
     assert [arith.make_problem(r1) for _ in range(20)] == [arith.make_problem(r2) for _ in range(20)]
 
 
+def test_train_stream_keeps_a_template_whose_questions_run_out(monkeypatch):
+    few = [q for q in (f"Tiny {n}?" for n in range(40)) if arith.split_of(q) == "train"][:3]
+
+    def tiny(rng):                                   # three distinct questions in all
+        q = rng.choice(few)
+        return q, [arith._eq(2, "*", 3)[0]], 6
+
+    monkeypatch.setattr(arith, "MIN_ANSWER_CHARS", 0)
+    monkeypatch.setattr(arith, "TEMPLATES", {"tiny": tiny, "rates": arith._rates})
+    it = arith.iter_train(0)
+    late = [next(it)["template"] for _ in range(2000)][1000:]
+    assert 0.3 < late.count("tiny") / len(late) < 0.7     # still half of the mix, not run dry after 3
+
+
 def test_streams_are_deterministic_and_seeded():
     first = [next(iter(arith.iter_train(0)))["question"]]
     it0, it0b, it1 = arith.iter_train(0), arith.iter_train(0), arith.iter_train(1)
