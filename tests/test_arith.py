@@ -187,6 +187,13 @@ def test_tokenizer_is_deterministic(tmp_path):
     assert (tmp_path / "a" / "tokenizer.json").read_text() == (tmp_path / "b" / "tokenizer.json").read_text()
 
 
+def test_template_accuracy_counts_each_template_apart():
+    a, b = arith.load_split("test", 2)
+    b = {**b, "template": a["template"] + "x"}
+    got = arith.template_accuracy([a, b, a], [a["answer"], "#### -1", "nothing"])
+    assert got == dict(sorted({a["template"]: [1, 2], b["template"]: [0, 1]}.items()))
+
+
 def test_line_accuracy_counts_reference_lines_right_at_their_index():
     p = {"answer": "4*7 = 28\n3*5 = 15\n28+15 = 43\n60-43 = 17\n#### 17"}
     perfect = arith.line_accuracy([p], [p["answer"]])

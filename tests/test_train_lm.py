@@ -253,6 +253,7 @@ def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):
     logged = []
     first = final_evaluation(out, cfg, logged.append)
     assert len(first) == len(SWEEP) and len(logged) == len(SWEEP) and all("lines" in r for r in first)
+    assert all(sum(n for _, n in r["templates"].values()) == 2 for r in first)
     rows = json.loads((out / "evals.json").read_text())
     (out / "evals.json").write_text(json.dumps(rows[:3]))              # as if it was killed after 3 rows
     logged.clear()

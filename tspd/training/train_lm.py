@@ -341,7 +341,7 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
         texts += out.texts
     return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
             "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0,
-            "lines": arith.line_accuracy(problems, texts)}
+            "lines": arith.line_accuracy(problems, texts), "templates": arith.template_accuracy(problems, texts)}
 
 
 def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
@@ -495,6 +495,9 @@ def write_training_md(out: Path, info: dict) -> None:
             shares = [f"{names[op]} {k / n:.0%} ({k}/{n})" for op, (k, n) in vanilla["lines"].items() if n]
             lines += ["Exact solution lines with 1 token per step (a reference line right at its index): "
                       + ", ".join(shares) + ".", ""]
+            if vanilla.get("templates"):
+                lines += ["Final answers right by template, 1 token per step: " + ", ".join(
+                    f"{name} {k / n:.0%} ({k}/{n})" for name, (k, n) in vanilla["templates"].items()) + ".", ""]
     lines += ["## On a GPU", "",
               "A larger model trains in minutes on one GPU (not needed: the checkpoint above is the CPU run):", "",
               f"    {GPU_COMMAND}", "",

@@ -322,6 +322,21 @@ def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]
     return out
 
 
+def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
+    """Final answers right by template: ``{template: [right, total]}``, templates in sorted order.
+
+    An average over templates hides a template the model never learned (tries 10-12 answered 4 of 59
+    ``rates``/``travel`` problems and every other one right, because those two had run out of the
+    training stream).
+    """
+    out: dict[str, list[int]] = {}
+    for p, text in zip(problems, texts):
+        k = out.setdefault(p["template"], [0, 0])
+        k[0] += int(extract_answer(text) == p["final"])
+        k[1] += 1
+    return dict(sorted(out.items()))
+
+
 def altered(problem: dict, rng: random.Random) -> dict | None:
     """The problem with line 1's result replaced by another value and the solution redone from it.
 
