@@ -132,3 +132,12 @@ def test_training_leaves_torchs_global_random_state_alone(traces):
     state = torch.get_rng_state()
     train(traces, ControllerTrainConfig(kind="learn2pd", epochs=2, seed=5), progress=False)
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_collect_traces_command_collects_with_the_oracle(tmp_path, capsys):
+    """`collect-traces --policy egp` (what scripts/train_controllers.sh runs): its --policy is the
+    collection policy, not a decoding policy for the decode settings to refuse."""
+    out = tmp_path / "t.pt"
+    assert cli(["collect-traces", "--model", "tiny-arith", "--prompts", "arith-traces", "--n", "2", "--policy", "egp",
+                "--batch-size", "2", "--threads", "1", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert load_traces(str(out))["meta"]["egp_rows"] == 2

@@ -222,7 +222,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", default="arith-traces", help="arith-traces, flan, or a .jsonl/.txt file")
     p.add_argument("--flan-source", default=None, help="FLAN JSONL file or datasets hub id (with --prompts flan)")
     p.add_argument("--n", type=int, default=None, help="number of prompts (default: all)")
-    p.add_argument("--policy", choices=POLICIES, default="egp",
+    p.add_argument("--policy", dest="collection", choices=POLICIES, default="egp",   # not the decoding's policy
                    help="collection policy: egp (the oracle, App. A.4), vanilla (standard PD) or mixed (Table 9)")
     add_decode_arguments(p, skip=POLICY_OPTIONS + ("temperature", "seed"))   # EGP replays a greedy reference
     p.set_defaults(ce=COLLECT.ce)          # --no-ce: ce_conf = conf, u = 0
@@ -238,7 +238,7 @@ def main(args) -> int:
     model = load_model(args.model, device=args.device, dtype=args.dtype)
     prompts = load_prompts(args.prompts, args.n, args.flan_source)
     prompts = [render_prompt(q, model.tokenizer, args.chat == "on") for q in prompts]
-    data = collect(model, prompts, decode, policy=args.policy, batch_size=args.batch_size,
+    data = collect(model, prompts, decode, policy=args.collection, batch_size=args.batch_size,
                    meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=args.prompts))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
