@@ -227,6 +227,21 @@ def test_an_altered_solution_follows_its_altered_first_line():
         assert arith.extract_answer(a["answer"]) == a["final"] == str(int(lines[-1][3]))
 
 
+def test_reordered_swaps_only_commutative_operands_and_keeps_the_answer():
+    problems = arith.load_split("test", 40)
+    rng = random.Random(0)
+    swapped = 0
+    for p in problems:
+        r = arith.reordered(p, rng)
+        assert r["final"] == p["final"] and arith.extract_answer(r["answer"]) == p["final"]
+        assert len(r["answer"]) == len(p["answer"])
+        for old, new in zip(arith._LINE.finditer(p["answer"]), arith._LINE.finditer(r["answer"])):
+            a, op, b, c = old.groups()
+            assert new.groups() in {(a, op, b, c)} | ({(b, op, a, c)} if op in "+*" else set())
+            swapped += new.groups() != old.groups()
+    assert swapped > 10
+
+
 def test_an_operand_equal_to_a_question_number_and_an_earlier_result_is_not_altered():
     import random
     p = {"question": "A has 2 bags of 3 nuts and 6 more. Total?", "answer": "02*03 = 06\n06+06 = 12\n#### 12"}

@@ -293,3 +293,17 @@ def test_altered_problems_keep_their_first_line_clean(tokenizer):
         assert 0 < int((x.clean > 0).sum()) < 8
     finally:
         first.close(), again.close()
+
+
+def test_swapped_operands_are_seeded_by_the_batch(tokenizer):
+    from tspd.training.train_lm import BatchStream
+    plain, swap = (LMTrainConfig(out="", batch_size=8, swap_frac=f, gen_length=64) for f in (0.0, 1.0))
+    streams = BatchStream(tokenizer, plain), BatchStream(tokenizer, swap), BatchStream(tokenizer, swap)
+    try:
+        x, y, z = (next(s) for s in streams)
+        assert torch.equal(y.input_ids, z.input_ids)            # seeded: a resume draws the same orders
+        assert not torch.equal(x.input_ids, y.input_ids)        # some operands written the other way round
+        assert torch.equal((x.input_ids != tokenizer.eos_token_id).sum(), (y.input_ids != tokenizer.eos_token_id).sum())
+    finally:
+        for s in streams:
+            s.close()

@@ -81,6 +81,7 @@ class LMTrainConfig:
     masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
     alter_frac: float = 0.0        # share of problems with line 1's result altered and carried through (read what is written)
+    swap_frac: float = 0.0         # share of problems with + and * operands in random order (two right answers a line)
     batch_size: int = 64           # sequences per optimizer step
     lr: float = 3e-3               # peak AdamW learning rate
     min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
@@ -248,6 +249,9 @@ class BatchStream:
                 if self.cfg.alter_frac:   # the same alterations after a resume: seeded by the batch's index
                     rng = random.Random(f"alter-{self.cfg.seed}-{self.index}")
                     chunk = [(rng.random() < self.cfg.alter_frac and arith.altered(p, rng)) or p for p in chunk]
+                if self.cfg.swap_frac:
+                    rng = random.Random(f"swap-{self.cfg.seed}-{self.index}")
+                    chunk = [arith.reordered(p, rng) if rng.random() < self.cfg.swap_frac else p for p in chunk]
                 self.index += 1
                 batch = make_batch(self.tokenizer, chunk, self.cfg.gen_length, self.cfg.prompt_multiple)
                 if torch.cuda.is_available() and self.cfg.device == "cuda":

@@ -381,6 +381,21 @@ def altered(problem: dict, rng: random.Random) -> dict | None:
     return None
 
 
+def reordered(problem: dict, rng: random.Random) -> dict:
+    """The problem with the operands of each ``+`` and ``*`` line swapped with probability 1/2.
+
+    Both orders are right, so a model trained on these is unsure which operand comes first until one
+    is written: the kind of dependence between tokens that decoding several of them in one step can
+    break (``07*07 = 28`` from ``04*07`` and ``07*04``), which is what parallel decoders are judged on.
+    The final answer, the line lengths and an altered problem's ``clean_chars`` are unchanged.
+    """
+    def swap(m: re.Match) -> str:
+        a, op, b, c = m.groups()
+        return f"{b}{op}{a} = {c}" if op in "+*" and rng.random() < 0.5 else m.group(0)
+
+    return {**problem, "answer": _LINE.sub(swap, problem["answer"])}
+
+
 _FINAL = re.compile(r"####\s*(-?\d[\d,]*(?:\.\d+)?)")
 
 
