@@ -35,8 +35,8 @@ def test_shipped_training_record_matches_its_evaluation():
 
 @pytest.mark.slow
 def test_shipped_model_has_learned_what_its_record_says():
-    """Greedy, 1 token per step, the first 32 test problems: operands copied and products right in most
-    solution lines (72 % of product lines on the 500 test problems in TRAINING.md), and some final answers."""
+    """Greedy, 1 token per step, the first 32 test problems: product lines exact (100 % of them on the 500
+    test problems in TRAINING.md) and nearly every final answer right (99.6 % there)."""
     model = load_model("tiny-arith")
     problems = arith.load_split("test", 32)
     out = generate(model, [arith.prompt(p) for p in problems])
@@ -47,8 +47,8 @@ def test_shipped_model_has_learned_what_its_record_says():
             if "*" in line:
                 products += 1
                 right += k < len(got) and got[k] == line
-    assert right / products >= 0.6, f"{right}/{products} product lines"
-    assert any(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, problems))
+    assert right / products >= 0.95, f"{right}/{products} product lines"
+    assert sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, problems)) >= 30
 
 
 @pytest.mark.slow
