@@ -169,7 +169,7 @@ def test_estimate_weights_each_sample_by_length_over_masked(lm):
     assert forwards == 1 and est == pytest.approx(logp(c + [mask], P, a), abs=1e-4)
     exact = (logp(c + [mask, b], P, a) + logp(c + [a, mask], P + 1, b)) / 2 \
         + (logp(c + [mask, mask], P, a) + logp(c + [mask, mask], P + 1, b)) / 2
-    est, forwards = mc_loglikelihood(model, c, [a, b], mc_num=512, batch=32, seed=0)
+    est, forwards = mc_loglikelihood(model, c, [a, b], mc_num=4096, batch=256, seed=0)
     assert forwards == 16 and est == pytest.approx(exact, abs=0.05 * abs(exact) + 0.05)
 
 
