@@ -255,3 +255,27 @@ def test_later_lines_give_a_copied_result_away_unless_they_are_masked(char_tok, 
 def test_masking_after_the_span_reaches_the_end_of_the_window():
     assert probes._masked([3, 4], 8, after=False) == [3, 4]
     assert probes._masked([3, 4], 8, after=True) == [3, 4, 5, 6, 7]
+
+
+def last_line_reader(problem: dict, text: str) -> str:
+    """Like :func:`question_only`, but the final is read from the last line only when that line's result
+    is written: a model that cannot answer before its lines are there."""
+    out = list(problem["answer"])
+    last = list(arith._LINE.finditer(problem["answer"]))[-1]
+    if HIDDEN in text[last.start(4):last.end(4)]:
+        final = probes._FINAL.search(problem["answer"])
+        _write(out, final.start(1), "x" * (final.end(1) - final.start(1)))
+    return "".join(out)
+
+
+def test_one_pass_tells_a_model_that_needs_its_lines(char_tok, problems):
+    """(Characters only: a toy reads one hidden character per masked token, which a whole masked window
+    of merged subwords breaks.)"""
+    tok = char_tok
+    args = dict(mask_id=tok.mask_token_id, batch=16)
+    assert probes.one_pass(Toy(tok, problems, question_only, tok.mask_token_id), tok, problems, GEN, **args) \
+        == (len(problems), len(problems))
+    assert probes.one_pass(Toy(tok, problems, last_line_reader, tok.mask_token_id), tok, problems, GEN, **args) \
+        == (0, len(problems))
+    row = _run(tok, problems, last_line_reader)
+    assert row["one_pass_final"] == 0.0 and row["probe_final"] == row["next_final"] == 1.0

@@ -50,6 +50,7 @@ import torch.nn.functional as F
 from tspd.eval.tasks import arith
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer
+from tspd.training.warm_start import warm_start
 from tspd.training import probes
 from tspd.training.masking import SCHEMES, Masking, mask_answer
 from tspd.eval.results import wilson
@@ -105,6 +106,8 @@ class LMTrainConfig:
     prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile
     threads: int | None = None     # torch CPU threads (None = torch's default)
     resume: bool = False           # continue from --out's train_state.pt (same data stream and schedule)
+    init_from: str | None = None   # warm start from this checkpoint: its tokenizer, embeddings, head and blocks
+    init_layers: str | None = None  # which of --init-from's blocks, in order, e.g. 0,3 (default: its first --n-layers)
 
 
 CHOICES = {"device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
@@ -156,11 +159,16 @@ def init_weights(model: LLaDAModelLM) -> None:
 
 
 def make_tokenizer(cfg: LMTrainConfig, out: Path):
-    """The run's tokenizer, saved in ``out``; a resumed run reloads the one it started with."""
+    """The run's tokenizer, saved in ``out``; a resumed run reloads the one it started with, a warm start
+    takes its source's."""
     from tspd.models.loading import load_tokenizer
 
     if cfg.resume and (out / "tokenizer.json").is_file():
         return load_tokenizer(out)
+    if cfg.init_from:   # a warm start keeps the source's ids (tspd.training.warm_start)
+        tokenizer = load_tokenizer(cfg.init_from)
+        tokenizer.save_pretrained(str(out))
+        return tokenizer
     return train_tokenizer(task_texts(), out) if cfg.tokenizer == "bpe" else build_tokenizer(out)
 
 
@@ -535,6 +543,8 @@ def train(cfg: LMTrainConfig, log=print) -> dict:
         raise ValueError("give --minutes or --max-steps")
     if cfg.resume and not (Path(cfg.out) / STATE).is_file():
         raise ValueError(f"--resume: no {STATE} in {cfg.out} (start the run without --resume)")
+    if cfg.init_layers and not cfg.init_from:
+        raise ValueError("--init-layers needs --init-from (the checkpoint whose blocks it names)")
     with torch_settings(cfg):
         return _train(cfg, log)
 
@@ -562,6 +572,9 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     torch.manual_seed(cfg.seed)
     net = LLaDAModelLM(model_config(cfg, tokenizer))
     init_weights(net)
+    if cfg.init_from and not cfg.resume:
+        chosen = warm_start(net, cfg.init_from, cfg.init_layers, tokenizer)
+        log(f"warm start from {cfg.init_from}: embeddings, head and blocks {chosen}")
     net.to(device).train()
     model = LoadedModel(net, tokenizer, special_tokens(net.config, tokenizer), out)   # what evaluations decode
     mask_id = model.special.mask
