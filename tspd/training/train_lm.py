@@ -427,7 +427,8 @@ def sweep_table(evals: list[dict]) -> list[str]:
 # the answer up to it), so a later line cannot give the span away.
 CURVE_PROBES = {"next_operand_question": "question numbers", "next_operand_result": "earlier results",
                 "next_result_mul": "products", "next_result_add": "sums", "next_result_sub": "differences",
-                "next_final": "final line", "cf_next_copied": "counterfactual: copies"}
+                "next_final": "final line", "cf_next_copied": "counterfactual: copies",
+                "one_pass_final": "final in one forward"}
 
 
 def _pct(x) -> str:
@@ -449,7 +450,9 @@ def probe_table(probed: dict) -> list[str]:
     rows += [f"| counterfactual: copies the altered value | {_pct(probed.get('cf_copied'))} | "
              f"{_pct(probed.get('cf_next_copied'))} |",
              f"| counterfactual: recomputes the true value | {_pct(probed.get('cf_recomputed'))} | "
-             f"{_pct(probed.get('cf_next_recomputed'))} |"]
+             f"{_pct(probed.get('cf_next_recomputed'))} |",
+             f"| final line, the whole window masked (one forward: `probes.one_pass`) | | "
+             f"{_pct(probed.get('one_pass_final'))} |"]
     return rows + [""]
 
 
