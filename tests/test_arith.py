@@ -227,6 +227,25 @@ def test_an_altered_solution_follows_its_altered_first_line():
         assert arith.extract_answer(a["answer"]) == a["final"] == str(int(lines[-1][3]))
 
 
+def test_a_partial_alteration_copies_any_value_and_is_learned_only_up_to_the_line_it_breaks():
+    import random
+    rng = random.Random(0)
+    problems = arith.load_split("test", 100)
+    done = [(p, arith.altered(p, rng, partial=True)) for p in problems]
+    partial = [(p, a) for p, a in done if a is not None and "scored_chars" in a]
+    assert len(partial) >= 20 and any(a is not None and "scored_chars" not in a for _, a in done)
+    for p, a in partial:
+        learned = a["answer"][:a["scored_chars"]]
+        assert learned.endswith(" = ") and a["final"] is None and a["clean_chars"] < a["scored_chars"]
+        new = [arith._LINE.fullmatch(line).groups() for line in learned.split("\n")[:-1]]
+        ref = [arith._LINE.fullmatch(line).groups() for line in p["answer"].split("\n")[:-1]]
+        assert 10 <= int(new[0][3]) <= 99 and new[0][3] != ref[0][3]         # any two-digit value
+        a_, op, b_ = re.fullmatch(r"(\d+)([-+*/])(\d+) = ", learned.split("\n")[-1]).groups()
+        va, vb = int(a_), int(b_)                                             # the broken line's operands
+        assert (op == "-" and va < vb) or (op == "/" and va % vb) or {"+": va + vb, "*": va * vb}.get(op, 0) > 99
+        assert len(a["answer"].split("\n")) == len(p["answer"].split("\n"))   # the rest keeps the window's shape
+
+
 def test_reordered_swaps_only_commutative_operands_and_keeps_the_answer():
     problems = arith.load_split("test", 40)
     rng = random.Random(0)

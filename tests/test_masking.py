@@ -96,3 +96,17 @@ def test_altered_rows_keep_their_clean_prefix_and_mask_everything_after_the_cut(
         assert not row[:cut].any() and row[cut:].all()
     assert masked[2].all()                                     # t = 1 under uniform masking: all masked
     assert ratio[:, 0].tolist() == pytest.approx([54 / 64, 39 / 64, 1.0])
+
+
+def test_a_partial_alteration_scores_only_up_to_its_until_and_masks_it():
+    g = torch.Generator().manual_seed(0)
+    t = torch.tensor([[1.0], [0.0], [0.5]])
+    clean, until = torch.tensor([[10], [10], [10]]), torch.tensor([[20], [20], [0]])   # row 2: a full alteration
+    masked, scored, ratio = mask_answer(_answers(3, 64, 40), t, EOS, Masking("uniform"), g, clean, until)
+    cuts = (~masked).sum(-1).tolist()
+    assert cuts == [10, 19, 25]                               # rows 0-1: the cut in 10..19, never past the span
+    assert scored[0].nonzero()[:, 0].tolist() == list(range(10, 20))
+    assert scored[1].nonzero()[:, 0].tolist() == [19]         # t = 0: still the last learned token
+    assert torch.equal(scored[2], masked[2])                  # until 0: scored to the end as before
+    assert masked[0, 20:].all()                               # what follows is masked, not learned
+    assert ratio[:, 0].tolist() == pytest.approx([10 / 64, 1 / 64, 39 / 64])

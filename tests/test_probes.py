@@ -252,6 +252,22 @@ def test_later_lines_give_a_copied_result_away_unless_they_are_masked(char_tok, 
     assert row["cf_next_copied"] == 1.0
 
 
+def cautious_reader(problem: dict, text: str) -> str:
+    """Reads what is written only where line 1's written result keeps every later line valid; otherwise
+    recomputes from the question (as a model that has only seen valid solutions might)."""
+    first = next(arith._LINE.finditer(problem["answer"]))
+    written = text[first.start(4):first.end(4)]
+    follows = HIDDEN in written or arith.keeps_valid(problem, int(written))
+    return reader(problem, text) if follows else question_only(problem, text)
+
+
+def test_the_valid_split_counts_copies_only_where_the_altered_value_keeps_the_solution_valid(char_tok, problems):
+    row = _run(char_tok, problems, cautious_reader)
+    assert 0 < row["cf_valid_n"] < row["cf_n"]
+    assert row["cf_next_copied_valid"] == 1.0 and row["cf_next_copied"] == row["cf_valid_n"] / row["cf_n"]
+    assert _run(char_tok, problems, question_only)["cf_next_copied_valid"] == 0.0
+
+
 def test_masking_after_the_span_reaches_the_end_of_the_window():
     assert probes._masked([3, 4], 8, after=False) == [3, 4]
     assert probes._masked([3, 4], 8, after=True) == [3, 4, 5, 6, 7]

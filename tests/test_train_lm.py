@@ -276,6 +276,22 @@ def test_a_resumed_run_upgrades_an_older_eval_log(tmp_path):
     assert (row["step"], row["accuracy"], row["probe_final"], row["next_final"]) == (10, 0.25, 0.5, None)
 
 
+def test_a_partial_alteration_reaches_the_batch_as_its_learned_tokens(tokenizer):
+    import random
+    problems, rng = arith.load_split("test", 60), random.Random(0)
+    a = next(x for x in (arith.altered(p, rng, partial=True) for p in problems) if x and "scored_chars" in x)
+    b = make_batch(tokenizer, [a, arith.load_split("test", 1)[0]], gen_length=64)
+    n = len(tokenizer(a["answer"][:a["scored_chars"]], add_special_tokens=False)["input_ids"])
+    assert b.until[:, 0].tolist() == [n, 0] and b.clean[0, 0] < n
+    cfg = LMTrainConfig(out="", batch_size=16, alter_frac=1.0, alter_any=1.0, gen_length=64)
+    from tspd.training.train_lm import BatchStream
+    stream = BatchStream(tokenizer, cfg)
+    try:
+        assert int((next(stream).until > 0).sum()) > 0
+    finally:
+        stream.close()
+
+
 def test_altered_problems_keep_their_first_line_clean(tokenizer):
     import random
     p = arith.load_split("test", 2)

@@ -47,7 +47,8 @@ class Masking:
 
 def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, masking: Masking,
                 generator: torch.Generator | None = None,
-                clean: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                clean: torch.Tensor | None = None,
+                until: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(masked, scored, ratio)`` for the answer region ``answer`` ``[B, L]``.
 
     ``t`` ``[B, 1]`` is each sample's mask ratio. ``masked``, ``[B, L]`` bool: positions replaced by the
@@ -58,13 +59,15 @@ def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, maski
 
     ``clean`` ``[B, 1]`` (optional): rows with a positive value are masked ``causal``-ly whatever the
     scheme, with the cut at or after that many tokens (an altered solution, :func:`tspd.eval.tasks.arith.
-    altered`, whose altered line must stay visible for the rest of it to make sense).
+    altered`, whose altered line must stay visible for the rest of it to make sense). ``until`` ``[B, 1]``
+    (optional, with ``clean``): rows with a positive value score only their first ``until`` tokens, and
+    their cut falls before that (a partial alteration: what follows is not a solution to learn).
     """
     B, L = answer.shape
     dev = answer.device
     coin = torch.rand(B, L, device=dev, generator=generator) < t
     if clean is not None:
-        return _with_clean_prefix(answer, t, eos_id, masking, generator, clean)
+        return _with_clean_prefix(answer, t, eos_id, masking, generator, clean, until)
     if masking.scheme == "uniform" or masking.mix == 0.0:
         return coin, coin, t
     structured = (torch.rand(B, 1, device=dev, generator=generator) < masking.mix)
@@ -92,19 +95,24 @@ def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, maski
             torch.where(structured, ratio, t))
 
 
-def _with_clean_prefix(answer, t, eos_id, masking, generator, clean):
-    """:func:`mask_answer` for a batch with altered rows: those causal after their clean prefix."""
+def _with_clean_prefix(answer, t, eos_id, masking, generator, clean, until=None):
+    """:func:`mask_answer` for a batch with altered rows: those causal after their clean prefix, scored up
+    to ``until`` where it is positive."""
     if eos_id is None:
         raise ValueError("altered solutions need the EOS id (where the answer's fill begins)")
     masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator)
     L = answer.shape[1]
     length = (answer != eos_id).sum(-1, keepdim=True)
+    pos = torch.arange(L, device=answer.device).unsqueeze(0)
+    learned = pos < L if until is None else (until <= 0) | (pos < until)
+    if until is not None:   # the cut leaves at least the last scored token masked
+        length = torch.where(until > 0, torch.minimum(length, until - 1), length)
     cut = clean + ((1 - t) * (length - clean + 1)).long().clamp(min=0)
     cut = torch.minimum(cut, length)
-    forced = torch.arange(L, device=answer.device).unsqueeze(0) >= cut
+    forced = pos >= cut
     altered = clean > 0
-    return (torch.where(altered, forced, masked), torch.where(altered, forced, scored),
-            torch.where(altered, forced.sum(-1, keepdim=True) / L, ratio))
+    return (torch.where(altered, forced, masked), torch.where(altered, forced & learned, scored),
+            torch.where(altered, (forced & learned).sum(-1, keepdim=True) / L, ratio))
 
 
 __all__ = ["Masking", "SCHEMES", "mask_answer"]

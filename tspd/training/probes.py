@@ -54,7 +54,8 @@ ROLE_COLUMNS = {"operand_question": "probe_operand_question", "operand_result": 
 # The same with everything after the span masked too (``after=True``): ``next_*`` and ``cf_next_*``.
 NEXT_COLUMNS = {role: "next_" + col.removeprefix("probe_") for role, col in ROLE_COLUMNS.items()}
 COLUMNS = (*ROLE_COLUMNS.values(), "cf_copied", "cf_recomputed", "cf_n",
-           *NEXT_COLUMNS.values(), "cf_next_copied", "cf_next_recomputed", "one_pass_final")
+           *NEXT_COLUMNS.values(), "cf_next_copied", "cf_next_recomputed", "one_pass_final",
+           "cf_copied_valid", "cf_next_copied_valid", "cf_valid_n")   # (appended later: older logs lack them)
 
 _FINAL = re.compile(r"####\s*(\d+)")
 _NUMBER = re.compile(r"\d+")
@@ -214,17 +215,20 @@ def counterfactual_case(problem: dict, seed: int = 0) -> tuple[str, Span, int, i
 
 def counterfactual(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
                    batch: int = 128, after: bool = False) -> dict[str, int]:
-    """``{"copied", "recomputed", "other", "n"}`` over the problems with a :func:`counterfactual_case`.
+    """``{"copied", "recomputed", "other", "n", "copied_valid", "n_valid"}`` over the problems with a
+    :func:`counterfactual_case`; ``*_valid`` counts only the cases whose ``x'`` keeps every later line a
+    valid one (:func:`tspd.eval.tasks.arith.keeps_valid`), the others ask the model to copy a value into
+    a line that cannot be completed (``x' - 40`` with ``x' < 40``, an inexact quotient).
 
     With ``after`` everything after the masked operand is masked too, so the later lines cannot tell the
     true value: what remains is the question (recompute) and the altered line (copy), as when decoding.
     """
-    items, copied, recomputed = [], [], []
+    items, copied, recomputed, valid = [], [], [], []
     for p in problems:
         case = counterfactual_case(p, seed)
         if case is None:
             continue
-        text, span, _, _ = case
+        text, span, _, x2 = case
         ids, offsets = _encode(tokenizer, text)
         ref_ids, ref_offsets = _encode(tokenizer, p["answer"])
         pos = token_positions(offsets, span.start, span.end)
@@ -234,9 +238,12 @@ def counterfactual(model, tokenizer, problems: list[dict], gen_length: int, *, m
                       _masked(pos, gen_length, after), len(pos)))
         copied.append([ids[i] for i in pos])
         recomputed.append([ref_ids[i] for i in pos])
-    out = {"copied": 0, "recomputed": 0, "other": 0, "n": len(items)}
-    for pred, c, r in zip(_predict(model, tokenizer, items, gen_length, mask_id, batch), copied, recomputed):
+        valid.append(arith.keeps_valid(p, x2))
+    out = {"copied": 0, "recomputed": 0, "other": 0, "n": len(items), "copied_valid": 0, "n_valid": sum(valid)}
+    for pred, c, r, ok in zip(_predict(model, tokenizer, items, gen_length, mask_id, batch), copied, recomputed,
+                              valid):
         out["copied" if pred == c else "recomputed" if pred == r else "other"] += 1
+        out["copied_valid"] += ok and pred == c
     return out
 
 
@@ -279,8 +286,9 @@ def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_
         n = cf["n"]
         row.update({names[role]: value for role, value in roles.items()})
         row.update({cf_prefix + "copied": cf["copied"] / n if n else None,
-                    cf_prefix + "recomputed": cf["recomputed"] / n if n else None})
-        row["cf_n"] = n
+                    cf_prefix + "recomputed": cf["recomputed"] / n if n else None,
+                    cf_prefix + "copied_valid": cf["copied_valid"] / cf["n_valid"] if cf["n_valid"] else None})
+        row["cf_n"], row["cf_valid_n"] = n, cf["n_valid"]
     right, n = one_pass(model, tokenizer, problems, gen_length, mask_id=mask_id, batch=batch)
     row["one_pass_final"] = right / n if n else None
     return {k: row[k] for k in COLUMNS}

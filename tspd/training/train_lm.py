@@ -82,6 +82,7 @@ class LMTrainConfig:
     masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
     alter_frac: float = 0.0        # share of problems with line 1's result altered and carried through (read what is written)
+    alter_any: float = 0.0         # share of those altered to any value, learned only up to the line it breaks (copy anyway)
     swap_frac: float = 0.0         # share of problems with + and * operands in random order (two right answers a line)
     batch_size: int = 64           # sequences per optimizer step
     lr: float = 3e-3               # peak AdamW learning rate
@@ -194,28 +195,31 @@ class Batch:
     position_ids: torch.Tensor    # [B, P + L] cumsum(mask) - 1
     prompt_width: int             # P: the answer region is input_ids[:, P:]
     clean: torch.Tensor | None = None   # [B, 1] answer tokens kept clean (an altered solution's line 1), or None
+    until: torch.Tensor | None = None   # [B, 1] answer tokens scored, from the start (a partial alteration; 0: all)
 
     def to(self, device) -> "Batch":
         nb = device.type == "cuda"
         move = lambda x: None if x is None else x.to(device, non_blocking=nb)   # noqa: E731
         return Batch(move(self.input_ids), move(self.attention_mask), move(self.position_ids), self.prompt_width,
-                     move(self.clean))
+                     move(self.clean), move(self.until))
 
     def pin_memory(self) -> "Batch":
         pin = lambda x: None if x is None else x.pin_memory()   # noqa: E731
         return Batch(pin(self.input_ids), pin(self.attention_mask), pin(self.position_ids), self.prompt_width,
-                     pin(self.clean))
+                     pin(self.clean), pin(self.until))
 
 
-def encode_answer(tokenizer, answer: str, gen_length: int, clean_chars: int = 0) -> tuple[list[int], int]:
+def encode_answer(tokenizer, answer: str, gen_length: int, clean_chars: int = 0,
+                  scored_chars: int = 0) -> tuple[list[int], int, int]:
     """Answer ids followed by EOS up to ``gen_length`` (the answer must leave room for one EOS), and how
-    many of its tokens end within its first ``clean_chars`` characters (an altered solution's clean prefix)."""
-    enc = tokenizer(answer, add_special_tokens=False, return_offsets_mapping=bool(clean_chars))
+    many of its tokens end within its first ``clean_chars`` characters (an altered solution's clean prefix)
+    and within its first ``scored_chars`` (a partial alteration's learnable part; 0 when not given)."""
+    enc = tokenizer(answer, add_special_tokens=False, return_offsets_mapping=bool(clean_chars or scored_chars))
     ids = enc["input_ids"]
     if len(ids) >= gen_length:
         raise ValueError(f"answer of {len(ids)} tokens does not fit gen_length={gen_length} with an EOS after it")
-    clean = sum(end <= clean_chars for _, end in enc["offset_mapping"]) if clean_chars else 0
-    return ids + [tokenizer.eos_token_id] * (gen_length - len(ids)), clean
+    within = lambda chars: sum(end <= chars for _, end in enc["offset_mapping"]) if chars else 0   # noqa: E731
+    return ids + [tokenizer.eos_token_id] * (gen_length - len(ids)), within(clean_chars), within(scored_chars)
 
 
 def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple: int = 1) -> Batch:
@@ -227,13 +231,15 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
     ids = torch.full((B, width + gen_length), tokenizer.pad_token_id, dtype=torch.long)
     mask = torch.zeros((B, width + gen_length), dtype=torch.long)
     clean = torch.zeros((B, 1), dtype=torch.long)
+    until = torch.zeros((B, 1), dtype=torch.long)
     for i, (p, pr) in enumerate(zip(problems, prompts)):
         ids[i, width - len(pr):width] = torch.tensor(pr)
-        answer, clean[i] = encode_answer(tokenizer, p["answer"], gen_length, p.get("clean_chars", 0))
+        answer, clean[i], until[i] = encode_answer(tokenizer, p["answer"], gen_length, p.get("clean_chars", 0),
+                                                   p.get("scored_chars", 0))
         ids[i, width:] = torch.tensor(answer)     # an altered solution's tokens up to ``clean`` stay visible
         mask[i, width - len(pr):] = 1
     pos = (mask.cumsum(-1) - 1).clamp_min(0)
-    return Batch(ids, mask, pos, width, clean if clean.any() else None)
+    return Batch(ids, mask, pos, width, clean if clean.any() else None, until if until.any() else None)
 
 
 class BatchStream:
@@ -256,7 +262,8 @@ class BatchStream:
                 chunk = [next(self.problems) for _ in range(self.cfg.batch_size)]
                 if self.cfg.alter_frac:   # the same alterations after a resume: seeded by the batch's index
                     rng = random.Random(f"alter-{self.cfg.seed}-{self.index}")
-                    chunk = [(rng.random() < self.cfg.alter_frac and arith.altered(p, rng)) or p for p in chunk]
+                    chunk = [(rng.random() < self.cfg.alter_frac and arith.altered(p, rng, self._partial(rng))) or p
+                             for p in chunk]
                 if self.cfg.swap_frac:
                     rng = random.Random(f"swap-{self.cfg.seed}-{self.index}")
                     chunk = [arith.reordered(p, rng) if rng.random() < self.cfg.swap_frac else p for p in chunk]
@@ -267,6 +274,10 @@ class BatchStream:
                 self._put(batch)
         except BaseException as e:   # hand the error to the training loop instead of leaving it waiting
             self._put(e)
+
+    def _partial(self, rng: random.Random) -> bool:
+        """Whether an altered problem takes any value (``alter_any``); no draw when 0, so older runs resume alike."""
+        return bool(self.cfg.alter_any) and rng.random() < self.cfg.alter_any
 
     def _put(self, item) -> None:
         while not self.stop.is_set():
@@ -301,7 +312,7 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
     answer = ids[:, P:]
     B, L = answer.shape
     t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
-    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator, batch.clean)
+    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator, batch.clean, batch.until)
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
     logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
     ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
@@ -451,6 +462,8 @@ def probe_table(probed: dict) -> list[str]:
              f"{_pct(probed.get('cf_next_copied'))} |",
              f"| counterfactual: recomputes the true value | {_pct(probed.get('cf_recomputed'))} | "
              f"{_pct(probed.get('cf_next_recomputed'))} |",
+             f"| counterfactual, the {probed.get('cf_valid_n', '?')} whose altered value keeps every later line valid: "
+             f"copies | {_pct(probed.get('cf_copied_valid'))} | {_pct(probed.get('cf_next_copied_valid'))} |",
              f"| final line, the whole window masked (one forward: `probes.one_pass`) | | "
              f"{_pct(probed.get('one_pass_final'))} |"]
     return rows + [""]

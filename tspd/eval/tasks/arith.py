@@ -337,7 +337,7 @@ def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[
     return dict(sorted(out.items()))
 
 
-def altered(problem: dict, rng: random.Random) -> dict | None:
+def altered(problem: dict, rng: random.Random, partial: bool = False) -> dict | None:
     """The problem with line 1's result replaced by another value and the solution redone from it.
 
     Every later operand that copies an earlier result carries the new value, every later result is
@@ -347,11 +347,52 @@ def altered(problem: dict, rng: random.Random) -> dict | None:
     ends (training keeps the answer clean up to there). None when an operand's source is ambiguous (equal
     to a question number and to an earlier result) or no replacement keeps every number in 0..99 with
     exact quotients.
+
+    ``partial``: the new value is any two-digit number, the first one drawn, and the solution is redone
+    only as far as it stays valid. At the line it breaks (a negative difference, an inexact quotient, a
+    result over 99) that line's operands are written with the values they copy, and ``scored_chars``
+    ends the answer there: what follows (the old rest) is for the window's length only and is not to be
+    learned. These teach copying a written value wherever it leads, which the full ones cannot: most
+    values break some line (the counterfactual of :mod:`tspd.training.probes` draws them too).
     """
+    parsed = _sources(problem)
+    if parsed is None:
+        return None
+    lines, sources = parsed
+    results = [int(c) for _, _, _, c in lines]
+    values = [rng.choice([v for v in range(10, 100) if v != results[0]])] if partial else rng.sample(range(100), 100)
+    for x in values:
+        if x == results[0]:
+            continue
+        text, new, broken = _redo(lines, sources, x)
+        if broken is None:
+            answer = "\n".join(text) + f"\n#### {new[-1]}"
+            return {**problem, "answer": answer, "final": str(new[-1]), "clean_chars": len(text[0])}
+        if partial:
+            head = text.pop()
+            rest = [f"{a}{op}{b} = {c}" for a, op, b, c in lines[broken:]]
+            rest[0] = head + lines[broken][3]
+            answer = "\n".join([*text, *rest]) + f"\n#### {problem['final']}"
+            return {**problem, "answer": answer, "final": None, "clean_chars": len(text[0]),
+                    "scored_chars": len("\n".join(text)) + 1 + len(head)}
+    return None
+
+
+def keeps_valid(problem: dict, x: int) -> bool:
+    """Whether ``x`` as line 1's result, carried into the lines that copy it, leaves every later line a
+    valid one (no negative difference, inexact quotient or result over 99): the values :func:`altered`
+    draws without ``partial``. False when an operand's source is ambiguous."""
+    parsed = _sources(problem)
+    return parsed is not None and _redo(*parsed, x)[2] is None
+
+
+def _sources(problem: dict) -> tuple[list[tuple[str, ...]], list[list[int | None]]] | None:
+    """The solution's lines and, per line and operand, the index of the earlier line whose result it
+    copies (None: a question number); None when a copy is ambiguous (also a number of the question)."""
     lines = [m.groups() for m in _LINE.finditer(problem["answer"])]
     asked = {int(n) for n in re.findall(r"\d+", problem["question"])}
     results = [int(c) for _, _, _, c in lines]
-    sources = []                                     # per line, per operand: index of the line it copies
+    sources = []
     for k, (a, _, b, _) in enumerate(lines):
         src = []
         for v in (int(a), int(b)):
@@ -360,25 +401,24 @@ def altered(problem: dict, rng: random.Random) -> dict | None:
                 return None
             src.append(earlier[-1] if earlier else None)
         sources.append(src)
-    for x in rng.sample(range(100), 100):
-        if x == results[0]:
-            continue
-        a, op, b, _ = lines[0]
-        text, new = [f"{a}{op}{b} = {x:02d}"], [x]
-        for k in range(1, len(lines)):
-            a, op, b, _ = lines[k]
-            va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
-            if (op == "/" and (vb == 0 or va % vb)) or (op == "-" and va < vb):
-                break
-            line, c = _eq(va, op, vb)
-            if c > 99:
-                break
-            text.append(line)
-            new.append(c)
-        else:
-            answer = "\n".join(text) + f"\n#### {new[-1]}"
-            return {**problem, "answer": answer, "final": str(new[-1]), "clean_chars": len(text[0])}
-    return None
+    return lines, sources
+
+
+def _redo(lines, sources, x: int) -> tuple[list[str], list[int], int | None]:
+    """The lines redone from line 1's result ``x`` as far as they stay valid, their results, and the index
+    of the line that breaks (None when every line holds); a broken line is the last of the text, written
+    up to its ``=`` with the operands it copies."""
+    a, op, b, _ = lines[0]
+    text, new = [f"{a}{op}{b} = {x:02d}"], [x]
+    for k in range(1, len(lines)):
+        a, op, b, _ = lines[k]
+        va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
+        if (op == "/" and (vb == 0 or va % vb)) or (op == "-" and va < vb) or _OPS[op](va, vb) > 99:
+            return text + [f"{va:02d}{op}{vb:02d} = "], new, k
+        line, c = _eq(va, op, vb)
+        text.append(line)
+        new.append(c)
+    return text, new, None
 
 
 def reordered(problem: dict, rng: random.Random) -> dict:
