@@ -41,7 +41,7 @@ for stage in $stages; do
       mkdir -p "$record"
       cp "$run"/*.csv "$run"/TRAINING.md "$record/"
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$record/"
-      [ -f "$run/probes.json" ] && cp "$run/probes.json" "$zoo/" "$record/"
+      if [ -f "$run/probes.json" ]; then cp "$run/probes.json" "$zoo/"; cp "$run/probes.json" "$record/"; fi
       [ -f "$run/train_state.pt" ] && cp "$run/train_state.pt" "$record/"
       # the README's and the book's sentence on the model's accuracy, from its record (tspd.book.record)
       .venv/bin/python scripts/model_accuracy.py
