@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ship a checkpoint trained by `python -m tspd train-lm` as the embedded model `tiny-arith`, and redo
 # everything that was measured on the old one. On the 2-core CPU this took 22 minutes for try 13 (a sure
-# model decodes in few forwards; a weak one took 1.5 hours): run it in
+# model decodes in few forwards; a weak one took 1.5 hours) and 50 for try 19 on an AMD EPYC (the tables
+# stage 33 of them, about 19 in its six vanilla rows of 64 forwards a problem): run it in
 # the background (nohup), one heavy job at a time. Each stage can be rerun on its own:
 #
 #   bash scripts/ship_model.sh RUN_DIR [THREADS]   all stages

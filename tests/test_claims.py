@@ -214,7 +214,7 @@ def test_readme_states_the_measured_tally():
     from tspd.provenance import REPO_ROOT
     tally = claims.tally(claims.page_rows(claims.load_all()))
     readme = (REPO_ROOT / "README.md").read_text()
-    m = re.search(r"Claims of the paper checked on the embedded model: (\d+) hold, (\d+) do not hold, "
+    m = re.search(r"Claims of the paper checked on the embedded model: (\d+) holds?, (\d+) do not hold, "
                   r"(\d+) inconclusive", readme)
     assert m, "README: the status line on the paper's claims is missing"
     assert tuple(map(int, m.groups())) == (tally[claims.HOLDS], tally[claims.FAILS], tally[claims.OPEN])
