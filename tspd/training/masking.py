@@ -104,15 +104,17 @@ def _with_clean_prefix(answer, t, eos_id, masking, generator, clean, until=None)
     L = answer.shape[1]
     length = (answer != eos_id).sum(-1, keepdim=True)
     pos = torch.arange(L, device=answer.device).unsqueeze(0)
-    learned = pos < L if until is None else (until <= 0) | (pos < until)
-    if until is not None:   # the cut leaves at least the last scored token masked
+    learned = torch.ones_like(pos, dtype=torch.bool)
+    if until is not None:   # score up to ``until``; the cut leaves at least its last token masked
+        learned = (until <= 0) | (pos < until)
         length = torch.where(until > 0, torch.minimum(length, until - 1), length)
     cut = clean + ((1 - t) * (length - clean + 1)).long().clamp(min=0)
     cut = torch.minimum(cut, length)
     forced = pos >= cut
+    kept = forced & learned
     altered = clean > 0
-    return (torch.where(altered, forced, masked), torch.where(altered, forced & learned, scored),
-            torch.where(altered, (forced & learned).sum(-1, keepdim=True) / L, ratio))
+    return (torch.where(altered, forced, masked), torch.where(altered, kept, scored),
+            torch.where(altered, kept.sum(-1, keepdim=True) / L, ratio))
 
 
 __all__ = ["Masking", "SCHEMES", "mask_answer"]

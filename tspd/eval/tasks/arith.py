@@ -368,11 +368,10 @@ def altered(problem: dict, rng: random.Random, partial: bool = False) -> dict | 
         if broken is None:
             answer = "\n".join(text) + f"\n#### {new[-1]}"
             return {**problem, "answer": answer, "final": str(new[-1]), "clean_chars": len(text[0])}
-        if partial:
+        if partial:   # the broken line's result and what follows stay as they were (never learned)
             head = text.pop()
-            rest = [f"{a}{op}{b} = {c}" for a, op, b, c in lines[broken:]]
-            rest[0] = head + lines[broken][3]
-            answer = "\n".join([*text, *rest]) + f"\n#### {problem['final']}"
+            rest = problem["answer"].split("\n")[broken + 1:]
+            answer = "\n".join([*text, head + lines[broken][3], *rest])
             return {**problem, "answer": answer, "final": None, "clean_chars": len(text[0]),
                     "scored_chars": len("\n".join(text)) + 1 + len(head)}
     return None
