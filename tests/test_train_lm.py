@@ -323,3 +323,55 @@ def test_swapped_operands_are_seeded_by_the_batch(tokenizer):
     finally:
         for s in streams:
             s.close()
+
+
+def test_the_window_defaults_to_the_task_and_long_windows_parse():
+    from tspd.training.train_lm import windows
+    assert (LMTrainConfig(out="").gen_length, LMTrainConfig(out="", task="chain").gen_length) == (64, 256)
+    assert LMTrainConfig(out="", task="chain", gen_length=128).gen_length == 128
+    cfg = LMTrainConfig(out="", task="chain", long_windows="512:0.1, 1024:0.05")
+    assert windows(cfg) == [(512, 0.1), (1024, 0.05)]
+    for bad, says in (("512", "not WINDOW:SHARE"), ("200:0.1", "above 256"), ("512:1.5", "share"),
+                      ("512:0.6,1024:0.5", "must leave")):
+        with pytest.raises(ValueError, match=says):
+            LMTrainConfig(out="", task="chain", long_windows=bad)
+    with pytest.raises(ValueError, match="unknown generated task"):
+        LMTrainConfig(out="", task="gsm9k")
+
+
+def test_long_window_batches_are_seeded_and_hold_fewer_problems(tokenizer):
+    from tspd.training.train_lm import BatchStream
+    cfg = LMTrainConfig(out="", batch_size=8, gen_length=64, long_windows="128:0.3,256:0.2")
+    a, b = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg, skip_batches=5)
+    try:
+        first = [next(a) for _ in range(30)]
+        later = [next(b) for _ in range(25)]
+        widths = [x.input_ids.shape[1] - x.prompt_width for x in first]
+        assert set(widths) == {64, 128, 256}
+        assert all(x.input_ids.shape[0] == 8 * 64 // w for x, w in zip(first, widths))
+        assert all(torch.equal(x.input_ids, y.input_ids) for x, y in zip(first[5:], later))   # a resume sees the same
+        eos = tokenizer.eos_token_id
+        assert all((x.input_ids[:, -1] == eos).all() for x in first)        # answers EOS-filled to the window
+    finally:
+        a.close(), b.close()
+
+
+def test_chain_training_refuses_arith_only_options(tmp_path):
+    with pytest.raises(ValueError, match="chain task has no altered"):
+        train(LMTrainConfig(out=str(tmp_path / "x"), task="chain", alter_frac=0.3, max_steps=1), log=lambda s: None)
+
+
+def test_a_chain_run_records_its_task_and_regime_figures(tmp_path):
+    out = tmp_path / "chain"
+    info = train(LMTrainConfig(out=str(out), task="chain", **TINY, batch_size=2, max_steps=2, eval_every=2,
+                               eval_n=2, regime=True, regime_long_n=1, final_eval_n=0, eval_batch=2,
+                               gen_length=192, block_length=32), log=lambda s: None)
+    from tspd.eval.tasks import chain
+    cfg_json = json.loads((out / "config.json").read_text())
+    assert cfg_json["tspd_task"]["name"] == "tspd.eval.tasks.chain"
+    assert cfg_json["tspd_task"]["fingerprint"] == chain.fingerprint() and cfg_json["tspd_task"]["gen_length"] == 192
+    point = info["curve"][0]
+    assert point["regime"]["vanilla_384"]["n"] == 1 and point["regime"]["fast"]["n"] == 2
+    rows = list(csv.DictReader((out / "eval_log.csv").open()))
+    assert "fast_tpf" in rows[0] and rows[0]["vanilla_dual_cost"] != ""
+    assert "## Regime figures during training" in (out / "TRAINING.md").read_text()

@@ -50,6 +50,14 @@ class Generation:
     controller_seconds: float | None = None   # the controller's decide() (paper Section 5.4) ...
     ce_seconds: float | None = None        # ... and Confidence Extrapolation's update()
     truncated: list[bool] = field(default_factory=list)   # per prompt: left-truncated to fit (truncate_prompt)
+    answer_tokens: list[int] = field(default_factory=list)  # per row: generated tokens that are not a stop id (EOS/EoT)
+
+    @property
+    def tokens_per_forward(self) -> float | None:
+        """TPF, the field's measure of parallelism (d3LLM leaderboard): generated tokens that are not EOS/EoT
+        over the forwards that wrote them, each row counted by its own forwards (``nfe_per_sample``)."""
+        forwards = sum(self.nfe_per_sample)
+        return sum(self.answer_tokens) / forwards if forwards and self.answer_tokens else None
 
     @property
     def truncated_prompts(self) -> int:
@@ -168,7 +176,9 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
                                                         special.stop_ids()),
                       nfe=counts.nfe, nfe_per_sample=counts.rows.tolist(), seconds=time.perf_counter() - t0,
                       prompt_length=P, trace=recorder.trace() if recorder else None,
-                      steps_per_block=counts.blocks.tolist(), truncated=canvas.truncated, **clock.seconds())
+                      steps_per_block=counts.blocks.tolist(), truncated=canvas.truncated,
+                      answer_tokens=(~torch.isin(gen, torch.tensor(special.stop_ids()))).sum(-1).tolist(),
+                      **clock.seconds())
 
 
 def _extrapolator(cfg: DecodeConfig):

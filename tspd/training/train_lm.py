@@ -48,11 +48,13 @@ import torch
 import torch.nn.functional as F
 
 from tspd.eval.tasks import arith
+from tspd.eval.tasks.generated import GENERATED, generated_task
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer
 from tspd.training.warm_start import warm_start
 from tspd.training import probes
 from tspd.training.masking import SCHEMES, Masking, mask_answer
+from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, summary
 from tspd.eval.results import wilson
 from tspd.models.config import LLaDAConfig
 from tspd.models.loading import LoadedModel, save_model, special_tokens
@@ -72,12 +74,14 @@ SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.
 @dataclass
 class LMTrainConfig:
     out: str
+    task: str = "arith"            # the generated task trained on: arith (3-4 short lines) | chain (5-10 lines, 256 window)
     d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
     n_layers: int = 4              # transformer blocks
     n_heads: int = 4               # attention heads
     mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
-    gen_length: int = arith.GEN_LENGTH      # answer region = the inference generation window
-    block_length: int = arith.BLOCK_LENGTH  # only used for evaluation (semi-AR blocks)
+    gen_length: int | None = None  # answer region = the inference window (None: the task's own: arith 64, chain 256)
+    block_length: int | None = None  # semi-AR block of evaluation and block masking (None: the task's own, 32)
+    long_windows: str = ""         # share of batches in longer windows, e.g. 512:0.15,1024:0.05 (answers EOS-filled)
     tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
     masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
@@ -98,6 +102,8 @@ class LMTrainConfig:
     eval_every: int = 0            # steps between in-training evaluations (0 = never)
     eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
     eval_n: int = 200              # test problems for in-training evaluations (accuracy and probes)
+    regime: bool = False           # also log the regime figures at each evaluation (tspd.eval.regime: TPF, caches, 2x window)
+    regime_long_n: int = 32        # problems for the 2x window's vanilla figure (a forward per token: costly)
     gate_minutes: float = 0.0      # stop a try that cannot copy question numbers by then (0 = never)
     gate_copy: float = 0.5         # question-number probe a try needs by --gate-minutes
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
@@ -110,8 +116,34 @@ class LMTrainConfig:
     init_from: str | None = None   # warm start from this checkpoint: its tokenizer, embeddings, head and blocks
     init_layers: str | None = None  # which of --init-from's blocks, in order, e.g. 0,3 (default: its first --n-layers)
 
+    def __post_init__(self):   # the window defaults to the task's own
+        task = generated_task(self.task)
+        if self.gen_length is None:
+            self.gen_length = task.GEN_LENGTH
+        if self.block_length is None:
+            self.block_length = task.BLOCK_LENGTH
+        windows(self)          # a malformed --long-windows fails here, before anything runs
 
-CHOICES = {"device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
+
+def windows(cfg: "LMTrainConfig") -> list[tuple[int, float]]:
+    """``--long-windows`` as ``[(window, share)]``: each window a multiple of ``gen_length``, shares < 1 in all."""
+    out = []
+    for part in filter(None, cfg.long_windows.replace(" ", "").split(",")):
+        try:
+            w, share = part.split(":")
+            out.append((int(w), float(share)))
+        except ValueError:
+            raise ValueError(f"--long-windows: {part!r} is not WINDOW:SHARE (e.g. 512:0.15)") from None
+    for w, share in out:
+        if w <= cfg.gen_length or w % cfg.block_length or not 0 < share < 1:
+            raise ValueError(f"--long-windows: {w}:{share} needs a window above {cfg.gen_length}, a multiple of "
+                             f"{cfg.block_length}, and a share in (0, 1)")
+    if sum(s for _, s in out) >= 1:
+        raise ValueError("--long-windows: the shares must leave some batches at --gen-length")
+    return out
+
+
+CHOICES = {"task": list(GENERATED), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -138,12 +170,14 @@ def command_line(cfg: LMTrainConfig) -> str:
 # ----------------------------------------------------------------------------------------------
 def model_config(cfg: LMTrainConfig, tokenizer) -> LLaDAConfig:
     """An LLaDAConfig whose vocabulary and special ids come from the tokenizer."""
+    task = generated_task(cfg.task)
+    longest = max([cfg.gen_length] + [w for w, _ in windows(cfg)])
     return LLaDAConfig(
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, mlp_hidden_size=cfg.mlp_hidden,
-        vocab_size=len(tokenizer), max_sequence_length=512, rope_theta=10000.0,
+        vocab_size=len(tokenizer), max_sequence_length=max(512, 2 * longest), rope_theta=10000.0,
         mask_token_id=tokenizer.mask_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        extra={"tspd_task": {"name": "tspd.eval.tasks.arith", "fingerprint": arith.fingerprint(),
+        extra={"tspd_task": {"name": task.__name__, "fingerprint": task.fingerprint(),
                              "prompt": "the question text, no template",
                              "gen_length": cfg.gen_length, "block_length": cfg.block_length}})
 
@@ -170,13 +204,15 @@ def make_tokenizer(cfg: LMTrainConfig, out: Path):
         tokenizer = load_tokenizer(cfg.init_from)
         tokenizer.save_pretrained(str(out))
         return tokenizer
-    return train_tokenizer(task_texts(), out) if cfg.tokenizer == "bpe" else build_tokenizer(out)
+    if cfg.tokenizer == "char":
+        return build_tokenizer(out)
+    return train_tokenizer(task_texts(generated_task(cfg.task)), out)
 
 
-def task_texts(n: int = 20000, seed: str = "tokenizer") -> list[str]:
-    """Questions and worked answers of ``n`` training problems (never a test or traces problem): what the
-    subword tokenizer's merges are learned from."""
-    stream = arith.iter_train(seed)
+def task_texts(task=arith, n: int = 20000, seed: str = "tokenizer") -> list[str]:
+    """Questions and worked answers of ``n`` training problems of ``task`` (never a test or traces problem):
+    what the subword tokenizer's merges are learned from."""
+    stream = task.iter_train(seed)
     problems = [next(stream) for _ in range(n)]
     return [p["question"] for p in problems] + [p["answer"] for p in problems]
 
@@ -224,7 +260,7 @@ def encode_answer(tokenizer, answer: str, gen_length: int, clean_chars: int = 0,
 
 def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple: int = 1) -> Batch:
     """Collate problems the way inference batches prompts (left padding with the pad token)."""
-    prompts = tokenizer([arith.prompt(p) for p in problems], add_special_tokens=False)["input_ids"]
+    prompts = tokenizer([p["question"] for p in problems], add_special_tokens=False)["input_ids"]   # task.prompt
     width = max(map(len, prompts))
     width = -(-width // prompt_multiple) * prompt_multiple
     B = len(problems)
@@ -243,11 +279,19 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
 
 
 class BatchStream:
-    """Training batches from :func:`tspd.eval.tasks.arith.iter_train`, built ahead in a background thread."""
+    """Training batches from the task's ``iter_train``, built ahead in a background thread.
+
+    With ``--long-windows`` a batch's window is drawn from a generator seeded by its index (a resumed run
+    draws the same), and a longer window's batch holds proportionally fewer problems (about the same
+    positions a step); every batch draws ``batch_size`` problems from the stream all the same, so the
+    stream's position stays ``index * batch_size``.
+    """
 
     def __init__(self, tokenizer, cfg: LMTrainConfig, prefetch: int = 4, skip_batches: int = 0):
         self.tokenizer, self.cfg = tokenizer, cfg
-        self.problems = arith.iter_train(cfg.seed)
+        self.task = generated_task(cfg.task)
+        self.windows = windows(cfg)
+        self.problems = self.task.iter_train(cfg.seed)
         for _ in range(skip_batches * cfg.batch_size):   # a resumed run continues the same stream
             next(self.problems)
         self.index = skip_batches
@@ -262,18 +306,31 @@ class BatchStream:
                 chunk = [next(self.problems) for _ in range(self.cfg.batch_size)]
                 if self.cfg.alter_frac:   # the same alterations after a resume: seeded by the batch's index
                     rng = random.Random(f"alter-{self.cfg.seed}-{self.index}")
-                    chunk = [(rng.random() < self.cfg.alter_frac and arith.altered(p, rng, self._partial(rng))) or p
+                    chunk = [(rng.random() < self.cfg.alter_frac and self.task.altered(p, rng, self._partial(rng))) or p
                              for p in chunk]
                 if self.cfg.swap_frac:
                     rng = random.Random(f"swap-{self.cfg.seed}-{self.index}")
-                    chunk = [arith.reordered(p, rng) if rng.random() < self.cfg.swap_frac else p for p in chunk]
+                    chunk = [self.task.reordered(p, rng) if rng.random() < self.cfg.swap_frac else p for p in chunk]
+                window = self._window()
                 self.index += 1
-                batch = make_batch(self.tokenizer, chunk, self.cfg.gen_length, self.cfg.prompt_multiple)
+                chunk = chunk[:max(1, len(chunk) * self.cfg.gen_length // window)]
+                batch = make_batch(self.tokenizer, chunk, window, self.cfg.prompt_multiple)
                 if torch.cuda.is_available() and self.cfg.device == "cuda":
                     batch = batch.pin_memory()
                 self._put(batch)
         except BaseException as e:   # hand the error to the training loop instead of leaving it waiting
             self._put(e)
+
+    def _window(self) -> int:
+        """This batch's answer window: ``gen_length``, or a longer one with its ``--long-windows`` share."""
+        if not self.windows:
+            return self.cfg.gen_length
+        u = random.Random(f"window-{self.cfg.seed}-{self.index}").random()
+        for w, share in self.windows:
+            if u < share:
+                return w
+            u -= share
+        return self.cfg.gen_length
 
     def _partial(self, rng: random.Random) -> bool:
         """Whether an altered problem takes any value (``alter_any``); no draw when 0, so older runs resume alike."""
@@ -347,8 +404,8 @@ def make_optimizer(model: torch.nn.Module, cfg: LMTrainConfig, fused: bool) -> t
 @torch.no_grad()
 def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: int = 32,
              steps: int | None = None, policy: str = "vanilla", threshold: float | None = None,
-             batch: int = 500) -> dict:
-    """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems``."""
+             batch: int = 500, task=arith) -> dict:
+    """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems`` of ``task``."""
     from tspd.decoding.config import DecodeConfig
     from tspd.decoding.loop import generate
 
@@ -358,13 +415,13 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
     correct, nfe, texts = 0, [], []
     for i in range(0, len(problems), batch):
         chunk = problems[i:i + batch]
-        out = generate(model, [arith.prompt(p) for p in chunk], decode)
-        correct += sum(arith.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
+        out = generate(model, [task.prompt(p) for p in chunk], decode)
+        correct += sum(task.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
         nfe.append(out.nfe)
         texts += out.texts
     return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
             "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0,
-            "lines": arith.line_accuracy(problems, texts), "templates": arith.template_accuracy(problems, texts)}
+            "lines": task.line_accuracy(problems, texts), "templates": task.template_accuracy(problems, texts)}
 
 
 def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
@@ -379,7 +436,8 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     if cfg.final_eval_n <= 0:
         return []
     model = load_model(out, device=cfg.device)
-    problems = arith.load_split("test", min(cfg.final_eval_n, arith.SPLIT_SIZES["test"]))
+    task = generated_task(cfg.task)
+    problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
     weights = hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()[:16]
     path = out / "evals.json"
     before = json.loads(path.read_text()) if path.exists() else []
@@ -394,7 +452,7 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
         steps = cfg.gen_length // per_step if per_step else cfg.gen_length
         try:
             r = evaluate(model, problems, cfg.gen_length, cfg.block_length, steps, policy,
-                         threshold, cfg.eval_batch)
+                         threshold, cfg.eval_batch, task)
         except Exception as e:   # a decoding policy that is missing or broken must not lose the checkpoint
             r = {"policy": policy, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
         r["tokens_per_step"] = per_step
@@ -442,6 +500,26 @@ CURVE_PROBES = {"next_operand_question": "question numbers", "next_operand_resul
                 "one_pass_final": "final in one forward"}
 
 
+REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fixed_loss": "4 tokens/step: points lost",
+                "vanilla_prefix_cost": "prefix cache costs vanilla", "vanilla_dual_cost": "dual cache costs vanilla",
+                "fast_prefix_cost": "prefix cache costs Fast-dLLM", "fast_dual_cost": "dual cache costs Fast-dLLM",
+                "long_accuracy": "2x window: vanilla", "long_gap": "2x window: points lost"}
+
+
+def regime_curve(curve: list[dict]) -> list[str]:
+    """Markdown: the regime figures (:mod:`tspd.eval.regime`) at each evaluation that logged them."""
+    points = [c for c in curve if c.get("fast_tpf") is not None]
+    if not points:
+        return []
+    cell = lambda k, v: "" if v is None else f"{v:.0%}" if k == "long_accuracy" else f"{v:.2f}" if k == "fast_tpf" \
+        else f"{v:+.1f}"   # noqa: E731
+    rows = ["## Regime figures during training (`tspd.eval.regime`; costs in points, no cache minus cached)", "",
+            "| step | minutes | " + " | ".join(REGIME_NAMES.values()) + " |", "|---|---|" + "---|" * len(REGIME_NAMES)]
+    rows += [f"| {c['step']} | {c['minutes']:.1f} | " + " | ".join(cell(k, c.get(k)) for k in REGIME_NAMES) + " |"
+             for c in points]
+    return rows + [""]
+
+
 def _pct(x) -> str:
     return "" if x is None else f"{x:.0%}"
 
@@ -476,7 +554,8 @@ def final_probes(out: Path, cfg: LMTrainConfig) -> dict | None:
     if cfg.final_eval_n <= 0:
         return None
     model = load_model(out, device=cfg.device)
-    problems = arith.load_split("test", min(cfg.final_eval_n, arith.SPLIT_SIZES["test"]))
+    task = generated_task(cfg.task)
+    problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
     probed = {"n": len(problems), **probes.run_probes(model, model.tokenizer, problems, cfg.gen_length,
                                                       mask_id=model.special.mask)}
     (out / "probes.json").write_text(json.dumps(probed, indent=1) + "\n")
@@ -484,9 +563,10 @@ def final_probes(out: Path, cfg: LMTrainConfig) -> dict | None:
 
 
 def write_training_md(out: Path, info: dict) -> None:
-    lines = ["# tiny-arith: training record", "",
+    task = info.get("task", "arith")
+    lines = [f"# {'tiny-arith' if task == 'arith' else out.name}: training record", "",
              "Embedded masked diffusion LM (LLaDA architecture) trained with the LLaDA SFT objective on "
-             "`tspd.eval.tasks.arith` (synthetic GSM8K-style problems). Written by `python -m tspd train-lm`.", "",
+             f"`tspd.eval.tasks.{task}` (synthetic GSM8K-style problems). Written by `python -m tspd train-lm`.", "",
              f"- status: {info['status']}",
              f"- command: `{info['command']}`",
              f"- git revision: {info['git']}",
@@ -507,12 +587,13 @@ def write_training_md(out: Path, info: dict) -> None:
         lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
                   " | ".join(_pct(c.get(k)) for k in CURVE_PROBES) + " |" for c in info["curve"]]
         lines.append("")
+        lines += regime_curve(info["curve"])
     if info.get("stopped_early"):
         lines += [f"Stopped early: {info['stopped_early']}.", ""]
     if info.get("probes"):
         lines += probe_table(info["probes"])
     if info.get("evals"):
-        lines += ["## Held-out accuracy (`tspd.eval.tasks.arith` test split, gen_length "
+        lines += [f"## Held-out accuracy (`tspd.eval.tasks.{info.get('task', 'arith')}` test split, gen_length "
                   f"{info['gen_length']}, block_length {info['block_length']})", ""]
         lines += sweep_table(info["evals"])
         lines.append("")
@@ -561,6 +642,10 @@ def train(cfg: LMTrainConfig, log=print) -> dict:
         raise ValueError(f"--resume: no {STATE} in {cfg.out} (start the run without --resume)")
     if cfg.init_layers and not cfg.init_from:
         raise ValueError("--init-layers needs --init-from (the checkpoint whose blocks it names)")
+    task = generated_task(cfg.task)
+    for option, value, needs in (("--alter-frac", cfg.alter_frac, "altered"), ("--swap-frac", cfg.swap_frac, "reordered")):
+        if value and not hasattr(task, needs):
+            raise ValueError(f"{option}: the {cfg.task} task has no {needs} problems (its solutions vary already)")
     with torch_settings(cfg):
         return _train(cfg, log)
 
@@ -602,7 +687,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     info = {"status": "in progress", "command": command_line(cfg), "git": git_revision() or "unknown",
             "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
             "tokens": 0, "train_seconds": 0.0, "tokens_per_s": 0.0, "loss": float("nan"), "loss_window": 0,
-            "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": [], "curve": [],
+            "task": cfg.task, "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": [], "curve": [],
             "recent": [], "resumes": 0}
     if cfg.resume:
         state = torch.load(out / STATE, map_location=device, weights_only=False)
@@ -614,7 +699,8 @@ def _train(cfg: LMTrainConfig, log) -> dict:
         info.update(command=state["info"]["command"], resumes=info["resumes"] + 1, resumed_by=command_line(cfg),
                     git=f"{state['info']['git'].split(', resumed at')[0]}, resumed at {git_revision() or 'unknown'}")
         log(f"resumed at step {info['step']} ({info['train_seconds'] / 60:.1f} min of training)")
-    step_fn = torch.compile(net) if cfg.compile else net
+    # fixed windows give few shapes: compile each once rather than a slower dynamic-shape graph
+    step_fn = torch.compile(net, dynamic=False if cfg.long_windows else None) if cfg.compile else net
     step, tokens, recent = info["step"], info["tokens"], info["recent"]
     stream = BatchStream(tokenizer, cfg, skip_batches=step)
     mode = "a" if cfg.resume else "w"
@@ -670,6 +756,9 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 log(f"step {step:6d} | eval 1 token/step: {point['accuracy']:.1%} of {point['n']} | probes " +
                     ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS if k != "cf_n"
                               if point[k] is not None))
+                if cfg.regime:
+                    log(f"step {step:6d} | regime " + ", ".join(f"{k} {point[k]:.2f}" for k in REGIME_COLUMNS
+                                                                if point[k] is not None))
                 t_start += time.time() - now   # evaluation time does not count against --minutes
                 failed = gate_failed(cfg, point)
                 if failed:
@@ -696,7 +785,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     return info
 
 
-EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS)   # eval_log.csv
+EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *REGIME_COLUMNS)   # eval_log.csv
 
 
 def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: float) -> dict:
@@ -705,15 +794,23 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
     The probes (:mod:`tspd.training.probes`) say what the model has learned before the accuracy moves:
     copying question numbers, reading its own earlier results, each operation, the final line.
     """
-    problems = arith.load_split("test", cfg.eval_n)
+    task = generated_task(cfg.task)
+    problems = task.load_split("test", cfg.eval_n)
     was_training = model.module.training
     model.module.eval()
+    figures, rows = dict.fromkeys(REGIME_COLUMNS), None
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
-        r = evaluate(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch)
+        if cfg.regime:
+            rc = RegimeConfig(n=cfg.eval_n, long_n=cfg.regime_long_n, long_windows=(2 * cfg.gen_length,),
+                              batch=cfg.eval_batch)
+            rows = regime_figures(model, task, problems, cfg.gen_length, cfg.block_length, rc)
+            r, figures = rows["vanilla"], summary(rows, rc)
+        else:
+            r = evaluate(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch, task=task)
         probed = probes.run_probes(model, model.tokenizer, problems, cfg.gen_length, mask_id=model.special.mask)
     model.module.train(was_training)
     return {"step": step, "minutes": round(minutes, 4), "loss": round(loss, 4), "accuracy": r["accuracy"],
-            "n": r["n"], **probed}
+            "n": r["n"], **probed, **figures, "regime": rows}
 
 
 def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:

@@ -28,22 +28,20 @@ grading is exact match of the final ``#### N`` number against the reference solu
 """
 from __future__ import annotations
 
-import hashlib
 import operator
 import random
 import re
-from functools import lru_cache
 from typing import Callable, Iterator
 
+from tspd.eval.tasks import splits
 from tspd.eval.tasks.base import Task
+from tspd.eval.tasks.splits import Splits
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
 GEN_LENGTH, BLOCK_LENGTH = 64, 32             # the window the task is sized for (written into checkpoints)
 MAX_QUESTION_CHARS = 72                       # short prompts: sequence cost is prompt + window
 MIN_ANSWER_CHARS = BLOCK_LENGTH + 1           # every answer reaches the second block
 MAX_ANSWER_CHARS = GEN_LENGTH - 4             # and leaves >= 4 EOS in the window
-_BUCKETS = 1000                               # question hash mod 1000 decides the split:
-_SPLIT_OF_BUCKET = (("test", 0, 50), ("traces", 50, 100))  # 5 % test, 5 % traces, 90 % train
 
 # --------------------------------------------------------------------------------------------
 # Vocabulary of the templates
@@ -224,42 +222,8 @@ def prompt(problem: dict | str) -> str:
     return problem if isinstance(problem, str) else problem["question"]
 
 
-def split_of(question: str) -> str:
-    """``train``, ``test`` or ``traces``, decided by a hash of the question text only."""
-    bucket = int.from_bytes(hashlib.sha256(question.encode()).digest()[:8], "big") % _BUCKETS
-    for name, lo, hi in _SPLIT_OF_BUCKET:
-        if lo <= bucket < hi:
-            return name
-    return "train"
-
-
-def _stream(split: str, seed: int | str, unique: bool = True) -> Iterator[dict]:
-    """Problems of ``split`` only, in a fixed order for a given seed; with ``unique``, no repeated question.
-
-    ``unique`` is for the fixed held-out lists. A training stream must not use it: a template with few
-    distinct questions (``rates``: a few thousand) would run dry and vanish from the stream while the
-    others go on, so a long run trains on a drifting mix and forgets the templates that ran out (it did:
-    ``rates`` was gone by the 5,000th batch of 64, ``travel`` by the 8,500th; tries 6-13 lost them).
-    """
-    rng = random.Random(f"arith-{split}-{seed}")
-    seen: set[str] = set()
-    while True:
-        p = make_problem(rng)
-        if p["question"] in seen or split_of(p["question"]) != split:
-            continue
-        if unique:
-            seen.add(p["question"])
-        yield p
-
-
-@lru_cache(maxsize=None)
-def _fixed_split(name: str) -> tuple[dict, ...]:
-    stream = _stream(name, 0)
-    out = []
-    for i in range(SPLIT_SIZES[name]):
-        p = next(stream)
-        out.append({"id": f"arith-{name}-{i:04d}", **p})
-    return tuple(out)
+_SPLITS = Splits("arith", make_problem, SPLIT_SIZES)
+split_of = splits.split_of
 
 
 def load_split(name: str, n: int | None = None) -> list[dict]:
@@ -268,24 +232,13 @@ def load_split(name: str, n: int | None = None) -> list[dict]:
     Each problem: ``id`` ("arith-test-0007"), ``question``, ``answer`` (worked solution ending
     ``#### N``), ``final`` (``N`` as a string) and ``template``. ``train`` needs ``n``.
     """
-    if name in SPLIT_SIZES:
-        problems = _fixed_split(name)
-        if n is not None and n > len(problems):
-            raise ValueError(f"split {name!r} has {len(problems)} problems, asked for {n}")
-        return [dict(p) for p in problems[:n]]
-    if name == "train":
-        if n is None:
-            raise ValueError("the train split is an infinite stream: pass n or use iter_train()")
-        it = iter_train(0)
-        return [next(it) for _ in range(n)]
-    raise ValueError(f"unknown split {name!r}: expected train, test or traces")
+    return _SPLITS.load(name, n)
 
 
-def iter_train(seed: int = 0) -> Iterator[dict]:
+def iter_train(seed: int | str = 0) -> Iterator[dict]:
     """Infinite stream of training problems, drawn with repeats so that the template mix never drifts; no
     question is ever in ``test`` or ``traces``."""
-    for i, p in enumerate(_stream("train", seed, unique=False)):
-        yield {"id": f"arith-train{seed}-{i:07d}", **p}
+    return _SPLITS.train(seed)
 
 
 def fingerprint() -> str:
@@ -294,10 +247,7 @@ def fingerprint() -> str:
     ``train-lm`` writes it into the checkpoint's ``config.json`` so a model trained on another version
     of the task can be recognised.
     """
-    h = hashlib.sha256()
-    for p in _fixed_split("test"):
-        h.update((p["question"] + "\x00" + p["answer"] + "\x00").encode())
-    return h.hexdigest()[:12]
+    return _SPLITS.fingerprint()
 
 
 _LINE = re.compile(r"(\d+)\s*([-+*/])\s*(\d+)\s*=\s*(\d+)")

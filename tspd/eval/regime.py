@@ -1,0 +1,107 @@
+"""The regime figures of a checkpoint: is an embedded model in the regime the paper studies (issue 32)?
+
+LLaDA-8B-Instruct on GSM8K (256-token window, blocks of 32) has four properties that the paper's methods
+depend on, and an embedded model stands in for it only where it shares them:
+
+- parallel decoding is hard: Fast-dLLM at threshold 0.9 writes 2.77 tokens per forward (TPF, the d3LLM
+  leaderboard's measure: generated tokens that are not EOS, per forward), and a fixed schedule of several
+  tokens per step loses accuracy (Sec. 1);
+- the KV caches are nearly free: the dual cache costs Fast-dLLM 0.8 points and TSPD + CE 0.6 (Table 4);
+- longer windows still answer: vanilla at 512 / 1024 within 2.3 points of 256 (Table 3).
+
+:func:`regime_figures` measures each on held-out problems through :func:`tspd.decoding.loop.generate`,
+the path of every benchmark: one row per decoding, with n, right answers and TPF. :func:`summary` turns the
+rows into the few numbers a training log tracks (``REGIME_COLUMNS``). The anchors are LLaDA-8B's, quoted
+as theirs (:data:`ANCHORS`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tspd.decoding.config import DecodeConfig
+from tspd.decoding.loop import generate
+
+# LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours.
+ANCHORS = {
+    "fast_tpf": (2.77, "Fast-dLLM at 0.9 with the dual cache, TPF (d3LLM leaderboard data)"),
+    "fast_dual_cost": (0.8, "points the dual cache costs Fast-dLLM (paper Table 4: 79.3 to 78.5)"),
+    "tspd_ce_dual_cost": (0.6, "points the dual cache costs TSPD + CE (paper Table 4)"),
+    "long_window_gap": (2.3, "largest vanilla loss at 512 / 1024 against 256 (paper Table 3)"),
+}
+
+
+@dataclass(frozen=True)
+class RegimeConfig:
+    n: int = 100                 # problems for the window's own figures (caches, TPF, the fixed schedule)
+    long_n: int = 32             # problems for the longer windows (vanilla: a forward per token, so fewer)
+    long_windows: tuple[int, ...] = (512,)   # windows beyond the checkpoint's own, vanilla only
+    threshold: float = 0.9       # Fast-dLLM's threshold (the leaderboard's TPF point)
+    tokens_per_step: int = 4     # the fixed schedule whose loss says parallel decoding is hard
+    caches: tuple[str, ...] = ("prefix", "dual")
+    batch: int = 100             # prompts per generate() call
+
+
+def score(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 100) -> dict:
+    """Decode ``problems`` of ``task`` with ``decode``: right answers, TPF, forwards (batch max), texts."""
+    correct, nfe, tokens, forwards, texts = 0, 0, 0, 0, []
+    for i in range(0, len(problems), batch):
+        chunk = problems[i:i + batch]
+        out = generate(model, [task.prompt(p) for p in chunk], decode)
+        correct += sum(task.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
+        nfe = max(nfe, out.nfe)
+        tokens, forwards = tokens + sum(out.answer_tokens), forwards + sum(out.nfe_per_sample)
+        texts += out.texts
+    n = len(problems)
+    return {"n": n, "correct": correct, "accuracy": correct / n if n else None, "nfe": nfe,
+            "tpf": tokens / forwards if forwards else None, "texts": texts}
+
+
+def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tuple[str, DecodeConfig, bool]]:
+    """``(name, decoding, long)`` of every figure; ``long`` ones run on the first ``cfg.long_n`` problems."""
+    base = dict(gen_length=gen_length, block_length=block_length)
+    fast = dict(policy="fast-dllm", threshold=cfg.threshold, **base)
+    out = [("vanilla", DecodeConfig.of(**base), False), ("fast", DecodeConfig.of(**fast), False),
+           (f"fixed{cfg.tokens_per_step}", DecodeConfig.of(steps=gen_length // cfg.tokens_per_step, **base), False)]
+    for cache in cfg.caches:
+        out += [(f"vanilla_{cache}", DecodeConfig.of(cache=cache, **base), False),
+                (f"fast_{cache}", DecodeConfig.of(cache=cache, **fast), False)]
+    for w in cfg.long_windows:
+        out.append((f"vanilla_{w}", DecodeConfig.of(gen_length=w, block_length=block_length), True))
+    return out
+
+
+def regime_figures(model, task, problems: list[dict], gen_length: int, block_length: int,
+                   cfg: RegimeConfig = RegimeConfig(), log=None) -> dict[str, dict]:
+    """``{name: score row}`` for every decoding of :func:`decodings`, plus ``vanilla_short``: vanilla at
+    ``gen_length`` on the longer windows' problems, their paired baseline."""
+    rows = {}
+    for name, decode, long in decodings(cfg, gen_length, block_length):
+        chosen = problems[:cfg.long_n] if long else problems[:cfg.n]
+        rows[name] = {k: v for k, v in score(model, task, chosen, decode, cfg.batch).items() if k != "texts"}
+        if log:
+            log(f"regime {name}: {rows[name]['correct']}/{rows[name]['n']}, TPF {rows[name]['tpf']:.2f}")
+    if cfg.long_windows:
+        short = problems[:cfg.long_n]
+        rows["vanilla_short"] = {k: v for k, v in score(model, task, short, DecodeConfig.of(
+            gen_length=gen_length, block_length=block_length), cfg.batch).items() if k != "texts"}
+    return rows
+
+
+REGIME_COLUMNS = ("fast_tpf", "fixed_loss", "vanilla_prefix_cost", "vanilla_dual_cost", "fast_prefix_cost",
+                  "fast_dual_cost", "long_accuracy", "long_gap")
+
+
+def summary(rows: dict[str, dict], cfg: RegimeConfig = RegimeConfig()) -> dict[str, float | None]:
+    """The figures a training log tracks, in points of accuracy (a cost is no-cache minus cached): Fast-dLLM's
+    TPF, the fixed schedule's loss, what each cache costs vanilla and Fast-dLLM, and the first longer
+    window's accuracy and its gap to the same problems at the checkpoint's window."""
+    acc = lambda name: rows[name]["accuracy"] if name in rows else None   # noqa: E731
+    diff = lambda a, b: None if acc(a) is None or acc(b) is None else round(100 * (acc(a) - acc(b)), 2)   # noqa: E731
+    long = f"vanilla_{cfg.long_windows[0]}" if cfg.long_windows else None
+    return {"fast_tpf": rows["fast"]["tpf"], "fixed_loss": diff("vanilla", f"fixed{cfg.tokens_per_step}"),
+            "vanilla_prefix_cost": diff("vanilla", "vanilla_prefix"), "vanilla_dual_cost": diff("vanilla", "vanilla_dual"),
+            "fast_prefix_cost": diff("fast", "fast_prefix"), "fast_dual_cost": diff("fast", "fast_dual"),
+            "long_accuracy": acc(long) if long else None, "long_gap": diff("vanilla_short", long) if long else None}
+
+
+__all__ = ["ANCHORS", "RegimeConfig", "score", "decodings", "regime_figures", "REGIME_COLUMNS", "summary"]

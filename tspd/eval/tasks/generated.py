@@ -1,0 +1,22 @@
+"""The tasks this repository generates itself, by name: what ``train-lm --task`` trains an embedded model on.
+
+Each is a module with the same functions: ``load_split``, ``iter_train``, ``prompt``, ``fingerprint``,
+``extract_answer``, ``line_accuracy``, ``template_accuracy``, ``GEN_LENGTH`` / ``BLOCK_LENGTH`` (the window
+it is sized for) and ``SPLIT_SIZES``; ``arith`` also ``altered`` and ``reordered`` (``chain`` draws its
+freedom in every problem instead). A checkpoint names its task's module in ``config.json``.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from tspd.eval.tasks import arith, chain
+
+GENERATED: dict[str, ModuleType] = {"arith": arith, "chain": chain}
+
+
+def generated_task(name: str) -> ModuleType:
+    """The task module called ``name`` (``arith``, ``chain``, or a checkpoint's ``tspd.eval.tasks.chain``)."""
+    key = name.rsplit(".", 1)[-1]
+    if key not in GENERATED:
+        raise ValueError(f"unknown generated task {name!r} (known: {', '.join(GENERATED)})")
+    return GENERATED[key]
