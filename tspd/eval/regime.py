@@ -38,22 +38,24 @@ class RegimeConfig:
     threshold: float = 0.9       # Fast-dLLM's threshold (the leaderboard's TPF point)
     tokens_per_step: int = 4     # the fixed schedule whose loss says parallel decoding is hard
     caches: tuple[str, ...] = ("prefix", "dual")
+    tspd_ce: bool = False        # also TSPD + CE with each cache (needs the model's trained controllers/tspd)
     batch: int = 100             # prompts per generate() call
 
 
 def score(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 100) -> dict:
-    """Decode ``problems`` of ``task`` with ``decode``: right answers, TPF, forwards (batch max), texts."""
-    correct, nfe, tokens, forwards, texts = 0, 0, 0, 0, []
+    """Decode ``problems`` of ``task`` with ``decode``: right answers (and which: ``right``), TPF, forwards
+    (batch max), texts."""
+    right, nfe, tokens, forwards, texts = [], 0, 0, 0, []
     for i in range(0, len(problems), batch):
         chunk = problems[i:i + batch]
         out = generate(model, [task.prompt(p) for p in chunk], decode)
-        correct += sum(task.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
+        right += [int(task.extract_answer(t) == p["final"]) for t, p in zip(out.texts, chunk)]
         nfe = max(nfe, out.nfe)
         tokens, forwards = tokens + sum(out.answer_tokens), forwards + sum(out.nfe_per_sample)
         texts += out.texts
-    n = len(problems)
+    n, correct = len(problems), sum(right)
     return {"n": n, "correct": correct, "accuracy": correct / n if n else None, "nfe": nfe,
-            "tpf": tokens / forwards if forwards else None, "texts": texts}
+            "tpf": tokens / forwards if forwards else None, "right": right, "texts": texts}
 
 
 def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tuple[str, DecodeConfig, bool]]:
@@ -62,9 +64,14 @@ def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tup
     fast = dict(policy="fast-dllm", threshold=cfg.threshold, **base)
     out = [("vanilla", DecodeConfig.of(**base), False), ("fast", DecodeConfig.of(**fast), False),
            (f"fixed{cfg.tokens_per_step}", DecodeConfig.of(steps=gen_length // cfg.tokens_per_step, **base), False)]
+    ours = dict(policy="tspd", ce=True, **base)   # the paper's method, with the model's own controller
+    if cfg.tspd_ce:
+        out.append(("tspd_ce", DecodeConfig.of(**ours), False))
     for cache in cfg.caches:
         out += [(f"vanilla_{cache}", DecodeConfig.of(cache=cache, **base), False),
                 (f"fast_{cache}", DecodeConfig.of(cache=cache, **fast), False)]
+        if cfg.tspd_ce:
+            out.append((f"tspd_ce_{cache}", DecodeConfig.of(cache=cache, **ours), False))
     for w in cfg.long_windows:
         out.append((f"vanilla_{w}", DecodeConfig.of(gen_length=w, block_length=block_length), True))
     return out
@@ -85,6 +92,19 @@ def regime_figures(model, task, problems: list[dict], gen_length: int, block_len
         rows["vanilla_short"] = {k: v for k, v in score(model, task, short, DecodeConfig.of(
             gen_length=gen_length, block_length=block_length), cfg.batch).items() if k != "texts"}
     return rows
+
+
+def paired_gap(a: list[int], b: list[int], z: float = 1.96) -> tuple[float, float, float]:
+    """Accuracy of ``a`` minus ``b`` on the same problems, in points, with its paired 95 % interval (the
+    normal interval of a paired difference of proportions: only the problems the two disagree on count)."""
+    n = len(a)
+    if n == 0 or len(b) != n:
+        raise ValueError(f"paired_gap needs two right/wrong lists of one length, got {len(a)} and {len(b)}")
+    only_a = sum(x > y for x, y in zip(a, b))
+    only_b = sum(y > x for x, y in zip(a, b))
+    d = (only_a - only_b) / n
+    half = z * max(only_a + only_b - (only_a - only_b) ** 2 / n, 0.0) ** 0.5 / n
+    return 100 * d, 100 * (d - half), 100 * (d + half)
 
 
 REGIME_COLUMNS = ("fast_tpf", "fixed_loss", "vanilla_prefix_cost", "vanilla_dual_cost", "fast_prefix_cost",

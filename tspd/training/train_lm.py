@@ -407,21 +407,15 @@ def evaluate(model, problems: list[dict], gen_length: int = 128, block_length: i
              batch: int = 500, task=arith) -> dict:
     """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems`` of ``task``."""
     from tspd.decoding.config import DecodeConfig
-    from tspd.decoding.loop import generate
+    from tspd.eval.regime import score
 
     steps = gen_length if steps is None else steps
     decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
                              steps=steps)
-    correct, nfe, texts = 0, [], []
-    for i in range(0, len(problems), batch):
-        chunk = problems[i:i + batch]
-        out = generate(model, [task.prompt(p) for p in chunk], decode)
-        correct += sum(task.extract_answer(t) == p["final"] for t, p in zip(out.texts, chunk))
-        nfe.append(out.nfe)
-        texts += out.texts
-    return {"policy": policy, "threshold": threshold, "steps": steps, "n": len(problems), "correct": correct,
-            "accuracy": correct / max(len(problems), 1), "nfe": max(nfe) if nfe else 0,
-            "lines": task.line_accuracy(problems, texts), "templates": task.template_accuracy(problems, texts)}
+    r = score(model, task, problems, decode, batch)
+    return {"policy": policy, "threshold": threshold, "steps": steps, "n": r["n"], "correct": r["correct"],
+            "accuracy": r["accuracy"] if r["n"] else 0.0, "nfe": r["nfe"], "tpf": r["tpf"],
+            "lines": task.line_accuracy(problems, r["texts"]), "templates": task.template_accuracy(problems, r["texts"])}
 
 
 def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:

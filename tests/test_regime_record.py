@@ -1,0 +1,77 @@
+"""``python -m tspd regime``: the record, its targets and its TRAINING.md section."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tspd.eval.regime import paired_gap
+from tspd.eval.regime_record import SECTION, markdown, targets, write_section
+
+
+def _row(right, tpf=1.0):
+    return {"n": len(right), "correct": sum(right), "accuracy": sum(right) / len(right), "tpf": tpf, "nfe": 9,
+            "right": right}
+
+
+RECORD = {"command": "python -m tspd regime", "git": "abc", "device": "cpu", "gen_length": 256, "block_length": 32,
+          "config": {"caches": ["dual"], "long_windows": [512]},
+          "rows": {"vanilla": _row([1] * 95 + [0] * 5), "fast": _row([1] * 94 + [0] * 6, tpf=5.0),
+                   "fixed4": _row([1] * 80 + [0] * 20), "vanilla_dual": _row([1] * 95 + [0] * 5),
+                   "fast_dual": _row([1] * 93 + [0] * 7, tpf=5.2), "vanilla_512": _row([1] * 9 + [0]),
+                   "vanilla_short": _row([1] * 10)}}
+
+
+def test_paired_gap_counts_only_disagreements():
+    d, lo, hi = paired_gap([1, 1, 0, 1], [1, 0, 0, 1])
+    assert d == pytest.approx(25.0) and lo < 25.0 < hi
+    assert paired_gap([1, 0], [1, 0]) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="one length"):
+        paired_gap([1], [1, 0])
+
+
+def test_targets_are_met_only_when_the_interval_is_on_their_side():
+    got = {t["what"]: t for t in targets(RECORD)}
+    assert got["vanilla accuracy, %"]["point_met"] and not got["vanilla accuracy, %"]["met"]   # 95 of 100: Wilson lo 88.8
+    assert got["Fast-dLLM 0.9 TPF"]["met"] and got["Fast-dLLM 0.9 TPF"]["value"] == 5.0
+    assert got["4 tokens per step loses, points"]["value"] == pytest.approx(15.0)
+    assert got["the dual cache costs fast, points"]["value"] == pytest.approx(1.0)
+    assert not got["the dual cache costs fast, points"]["met"]          # 1 point, but the interval reaches above 2
+    assert got["vanilla at 512 loses against 256, points"]["value"] == pytest.approx(10.0)
+
+
+def test_markdown_shows_the_anchors_as_theirs_and_replaces_its_own_section(tmp_path):
+    lines = markdown(RECORD)
+    text = "\n".join(lines)
+    assert lines[0] == SECTION and "LLaDA-8B-Instruct (their numbers)" in text and "2.77" in text
+    md = tmp_path / "TRAINING.md"
+    md.write_text("# record\n\n## Learning curve\n\nrows\n")
+    write_section(md, lines)
+    write_section(md, ["## Regime record", "", "second"])
+    body = md.read_text()
+    assert body.count(SECTION) == 1 and "second" in body and "## Learning curve" in body
+    md.write_text(f"# r\n\n{SECTION}\n\nold\n\n## After\n\nkept\n")
+    write_section(md, [SECTION, "", "new"])
+    assert "old" not in md.read_text() and "## After\n\nkept" in md.read_text()
+
+
+def test_the_command_writes_a_resumable_record(tmp_path, capsys):
+    from tspd.cli import main
+    from tspd.models.loading import resolve_path
+    model = tmp_path / "m"
+    shutil.copytree(resolve_path("tiny-arith"), model, ignore=shutil.ignore_patterns("controllers"))
+    argv = ["regime", "--model", str(model), "--n", "2", "--long-n", "1", "--long-windows", "128", "--batch", "2",
+            "--threads", "1"]
+    assert main(argv) == 0
+    record = json.loads((model / "regime.json").read_text())
+    assert set(record["rows"]) == {"vanilla", "fast", "fixed4", "vanilla_prefix", "fast_prefix", "vanilla_dual",
+                                   "fast_dual", "vanilla_128", "vanilla_short"}
+    assert record["rows"]["vanilla"]["n"] == 2 and record["rows"]["vanilla_128"]["n"] == 1
+    assert SECTION in (model / "TRAINING.md").read_text()
+    record["rows"]["fast"]["seconds"] = -7                      # a kept row is not measured again
+    (model / "regime.json").write_text(json.dumps(record))
+    assert main(argv) == 0
+    assert json.loads((model / "regime.json").read_text())["rows"]["fast"]["seconds"] == -7
+    assert main(["regime", "--model", str(model), "--tspd-ce", "yes", "--n", "1"]) == 2
+    assert "no tspd controller" in capsys.readouterr().err

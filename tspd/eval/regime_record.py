@@ -1,0 +1,168 @@
+"""``python -m tspd regime``: a checkpoint's regime record, beside LLaDA-8B's anchors (issue 32).
+
+Measures :func:`tspd.eval.regime.regime_figures` on held-out problems of the task the checkpoint was
+trained on (its ``config.json`` names it) and writes ``regime.json`` into the checkpoint directory (or
+``--out``), with the command, revision and device, one row per decoding with which problems it answered,
+and the targets the regime model is held to. Each row is written as soon as it is measured, keyed by the
+weights' hash, so an interrupted record rerun on the same checkpoint measures only what is missing. The
+record is also written as a section of the checkpoint's ``TRAINING.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shlex
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from tspd.eval.regime import ANCHORS, RegimeConfig, decodings, paired_gap, score
+from tspd.eval.results import wilson
+from tspd.provenance import device_name, git_revision
+
+SECTION = "## Regime record"
+# What the regime model is held to (issue 32): (figure, bound, "min" or "max").
+TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (6.0, "max", "Fast-dLLM 0.9 TPF"),
+           "fixed_loss": (5.0, "min", "4 tokens per step loses, points"),
+           "cache_cost": (2.0, "max", "largest cost of a cache, points"),
+           "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="tiny-arith", help="a checkpoint directory or zoo name trained by train-lm")
+    p.add_argument("--n", type=int, default=500, help="test problems for the window's own figures")
+    p.add_argument("--long-n", type=int, default=100, help="test problems for the longer windows (vanilla: costly)")
+    p.add_argument("--long-windows", default="512", help="comma-separated longer windows, e.g. 512,1024 ('' for none)")
+    p.add_argument("--tspd-ce", choices=("auto", "yes", "no"), default="auto",
+                   help="TSPD + CE rows: auto = when the model has controllers/tspd")
+    p.add_argument("--batch", type=int, default=100, help="prompts per generate() call")
+    p.add_argument("--out", default=None, help="the record's JSON (default: <model>/regime.json)")
+
+
+def weights_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(path.glob("*.safetensors")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) -> dict:
+    """Every row of :func:`decodings` (and the longer windows' paired baseline) into ``out``, resumably."""
+    gen_length, block_length = meta["gen_length"], meta["block_length"]
+    before = json.loads(out.read_text()) if out.is_file() else {}
+    settings = json.loads(json.dumps(asdict(cfg)))   # as stored (tuples become lists)
+    keep = before.get("weights") == meta["weights"] and before.get("config") == settings
+    record = {**meta, "config": settings, "rows": before.get("rows", {}) if keep else {}}
+    problems = task.load_split("test", max(cfg.n, cfg.long_n))
+    plan = decodings(cfg, gen_length, block_length)
+    if cfg.long_windows:
+        from tspd.decoding.config import DecodeConfig
+        plan.append(("vanilla_short", DecodeConfig.of(gen_length=gen_length, block_length=block_length), True))
+    for name, decode, long in plan:
+        if name in record["rows"]:
+            continue
+        t0 = time.time()
+        chosen = problems[:cfg.long_n] if long else problems[:cfg.n]
+        row = {k: v for k, v in score(model, task, chosen, decode, cfg.batch).items() if k != "texts"}
+        row["seconds"] = round(time.time() - t0, 1)
+        record["rows"][name] = row
+        out.write_text(json.dumps(record, indent=1) + "\n")
+        log(f"regime {name}: {row['correct']}/{row['n']}, TPF {row['tpf']:.2f}, {row['seconds']} s")
+    return record
+
+
+def targets(record: dict) -> list[dict]:
+    """Each target of :data:`TARGETS` with the measured value, its 95 % interval and whether it is met
+    (a bound is met only when the whole interval is on its side; a cost's interval is paired)."""
+    rows = record["rows"]
+    out = []
+
+    def add(key, what, value, lo, hi):
+        bound, kind, label = TARGETS[key]
+        met = (lo >= bound) if kind == "min" else (hi <= bound)
+        out.append({"target": key, "what": what or label, "value": value, "lo": lo, "hi": hi, "bound": bound,
+                    "kind": kind, "met": met, "point_met": value >= bound if kind == "min" else value <= bound})
+
+    v = rows["vanilla"]
+    lo, hi = wilson(v["correct"], v["n"])
+    add("vanilla", None, 100 * v["accuracy"], 100 * lo, 100 * hi)
+    add("fast_tpf", None, rows["fast"]["tpf"], rows["fast"]["tpf"], rows["fast"]["tpf"])
+    fixed = next(k for k in rows if k.startswith("fixed"))
+    add("fixed_loss", f"{fixed[5:]} tokens per step loses, points", *paired_gap(v["right"], rows[fixed]["right"]))
+    for base in ("vanilla", "fast", "tspd_ce"):
+        for cache in record["config"]["caches"]:
+            if f"{base}_{cache}" in rows and base in rows:
+                add("cache_cost", f"the {cache} cache costs {base}, points",
+                    *paired_gap(rows[base]["right"], rows[f"{base}_{cache}"]["right"]))
+    for w in record["config"]["long_windows"]:
+        if f"vanilla_{w}" in rows:
+            add("long_gap", f"vanilla at {w} loses against {record['gen_length']}, points",
+                *paired_gap(rows["vanilla_short"]["right"], rows[f"vanilla_{w}"]["right"]))
+    return out
+
+
+def markdown(record: dict) -> list[str]:
+    """The record as a TRAINING.md section: every row, then the targets beside LLaDA-8B's anchors."""
+    lines = [SECTION, "", f"`{record['command']}` (revision {record['git']}, {record['device']}); window "
+             f"{record['gen_length']} / block {record['block_length']}; `regime.json` holds every row.", "",
+             "| decoding | accuracy (95 % interval) | n | TPF | forwards (batch max) |", "|---|---|---|---|---|"]
+    for name, r in record["rows"].items():
+        lo, hi = wilson(r["correct"], r["n"])
+        lines.append(f"| {name} | {r['accuracy']:.1%} ({lo:.1%}-{hi:.1%}) | {r['n']} | {r['tpf']:.2f} | {r['nfe']} |")
+    lines += ["", "| target | ours (95 % interval) | bound | met | LLaDA-8B-Instruct (their numbers) |",
+              "|---|---|---|---|---|"]
+    anchor = {"Fast-dLLM 0.9 TPF": ANCHORS["fast_tpf"], "the dual cache costs fast, points": ANCHORS["fast_dual_cost"],
+              "the dual cache costs tspd_ce, points": ANCHORS["tspd_ce_dual_cost"]}
+    for t in targets(record):
+        a = anchor.get(t["what"], ANCHORS["long_window_gap"] if t["target"] == "long_gap" else None)
+        sign = "" if t["target"] == "vanilla" else "+"
+        interval = "" if t["lo"] == t["hi"] else f" ({t['lo']:{sign}.1f} to {t['hi']:{sign}.1f})"
+        met = "yes" if t["met"] else ("point only" if t["point_met"] else "no")
+        lines.append(f"| {t['what']} | {t['value']:.2f}{interval} | {'>=' if t['kind'] == 'min' else '<='} "
+                     f"{t['bound']:g} | {met} | {f'{a[0]:g}: {a[1]}' if a else ''} |")
+    return lines + [""]
+
+
+def write_section(training_md: Path, lines: list[str]) -> None:
+    """Put ``lines`` into ``TRAINING.md`` in place of its regime section (appended when there is none)."""
+    text = training_md.read_text() if training_md.is_file() else ""
+    body = "\n".join(lines) + "\n"
+    start = text.find(SECTION)
+    if start < 0:
+        training_md.write_text(text.rstrip("\n") + "\n\n" + body if text else body)
+        return
+    later = text.find("\n## ", start + len(SECTION))
+    training_md.write_text(text[:start] + body + ("\n" + text[later + 1:] if later >= 0 else ""))
+
+
+def main(args: argparse.Namespace) -> int:
+    from tspd.eval.tasks.generated import generated_task
+    from tspd.models.loading import load_model, resolve_path
+
+    path = resolve_path(args.model)
+    config = json.loads((path / "config.json").read_text())
+    spec = config.get("tspd_task")
+    if not spec:
+        print(f"regime: {path} names no generated task in config.json (train it with train-lm)", file=sys.stderr)
+        return 2
+    task = generated_task(spec["name"])
+    windows = tuple(int(w) for w in args.long_windows.split(",") if w.strip())
+    has_tspd = (path / "controllers" / "tspd.json").is_file()
+    if args.tspd_ce == "yes" and not has_tspd:
+        print(f"regime: --tspd-ce yes, but {path}/controllers has no tspd controller", file=sys.stderr)
+        return 2
+    cfg = RegimeConfig(n=args.n, long_n=args.long_n, long_windows=windows, batch=args.batch,
+                       tspd_ce=args.tspd_ce == "yes" or (args.tspd_ce == "auto" and has_tspd))
+    model = load_model(path)
+    meta = {"command": shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime",
+            "git": git_revision() or "unknown", "device": device_name(model.device), "model": str(args.model),
+            "weights": weights_hash(path), "task": spec["name"], "gen_length": spec["gen_length"],
+            "block_length": spec["block_length"]}
+    out = Path(args.out) if args.out else path / "regime.json"
+    record = measure(model, task, cfg, out, meta, log=lambda s: print(s, flush=True))
+    write_section(path / "TRAINING.md", markdown(record))
+    for t in targets(record):
+        print(f"{t['what']}: {t['value']:.2f} (bound {t['bound']:g}) {'met' if t['met'] else 'not met'}")
+    return 0
