@@ -110,3 +110,20 @@ def test_generated_task_by_name_or_module_path():
     assert generated_task("chain") is chain and generated_task("tspd.eval.tasks.chain") is chain
     with pytest.raises(ValueError, match="unknown generated task"):
         generated_task("nope")
+
+
+def test_an_altered_solution_keeps_its_labels_and_follows_its_first_line():
+    """arith's alteration rewrites numbers in place, so a chain solution keeps its phrasing."""
+    done = 0
+    for i, p in enumerate(chain.load_split("traces", 300)):
+        a = chain.altered(p, random.Random(i))
+        if a is None:
+            continue
+        done += 1
+        first, rest = a["answer"].split("\n", 1)
+        ref_first = p["answer"].split("\n", 1)[0]
+        assert first[:-2] == ref_first[:-2] and first[-2:] != ref_first[-2:]    # line 1's result only is changed
+        parsed, ref = _check({**a, "answer": rest}), _check({**p, "answer": p["answer"].split("\n", 1)[1]})
+        assert [line[0] for line in parsed] == [line[0] for line in ref]          # every later line computes right, same labels
+        assert a["answer"][:a["clean_chars"]] == a["answer"].split("\n")[0]
+    assert done > 100

@@ -357,8 +357,8 @@ def test_long_window_batches_are_seeded_and_hold_fewer_problems(tokenizer):
 
 
 def test_chain_training_refuses_arith_only_options(tmp_path):
-    with pytest.raises(ValueError, match="chain task has no altered"):
-        train(LMTrainConfig(out=str(tmp_path / "x"), task="chain", alter_frac=0.3, max_steps=1), log=lambda s: None)
+    with pytest.raises(ValueError, match="chain task has no reordered"):
+        train(LMTrainConfig(out=str(tmp_path / "x"), task="chain", swap_frac=0.3, max_steps=1), log=lambda s: None)
 
 
 def test_a_chain_run_records_its_task_and_regime_figures(tmp_path):

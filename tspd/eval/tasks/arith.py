@@ -314,17 +314,34 @@ def altered(problem: dict, rng: random.Random, partial: bool = False) -> dict | 
     for x in values:
         if x == results[0]:
             continue
-        text, new, broken = _redo(lines, sources, x)
-        if broken is None:
-            answer = "\n".join(text) + f"\n#### {new[-1]}"
-            return {**problem, "answer": answer, "final": str(new[-1]), "clean_chars": len(text[0])}
-        if partial:   # the broken line's result and what follows stay as they were (never learned)
-            head = text.pop()
-            rest = problem["answer"].split("\n")[broken + 1:]
-            answer = "\n".join([*text, head + lines[broken][3], *rest])
-            return {**problem, "answer": answer, "final": None, "clean_chars": len(text[0]),
-                    "scored_chars": len("\n".join(text)) + 1 + len(head)}
+        new, broken = _redo(lines, sources, x)
+        if broken is None or partial:
+            return {**problem, **_rewrite(problem["answer"], new, broken)}
     return None
+
+
+def _rewrite(answer: str, new: list[tuple[int, int, int]], broken: int | None) -> dict:
+    """The answer text with each line's operands and result replaced by ``new``'s, in place (a line's
+    label and layout kept), and the final ``#### N`` by the last result. With a ``broken`` line, only its
+    operands are replaced and ``scored_chars`` ends where its result begins; the text after is kept."""
+    out, at, ends = [], 0, {}
+    for k, m in enumerate(_LINE.finditer(answer)):
+        if k >= len(new):
+            break
+        va, vb, c = new[k]
+        groups = (1, 3) if k == broken else (4,) if k == 0 else (1, 3, 4)
+        for g, v in zip((1, 3, 4), (va, vb, c)):
+            if g in groups:
+                out += [answer[at:m.start(g)], f"{v:02d}"]
+                at = m.end(g)
+        ends[k] = sum(map(len, out)) + (m.end(4) - at if k != broken else 0)
+        if k == broken:
+            scored = sum(map(len, out)) + m.start(4) - at
+    if broken is not None:
+        return {"answer": "".join(out) + answer[at:], "final": None, "clean_chars": ends[0], "scored_chars": scored}
+    final = re.search(r"####\s*\d+\s*$", answer)
+    text = "".join(out) + answer[at:final.start()] + f"#### {new[-1][2]}"
+    return {"answer": text, "final": str(new[-1][2]), "clean_chars": ends[0]}
 
 
 def keeps_valid(problem: dict, x: int) -> bool:
@@ -332,7 +349,7 @@ def keeps_valid(problem: dict, x: int) -> bool:
     valid one (no negative difference, inexact quotient or result over 99): the values :func:`altered`
     draws without ``partial``. False when an operand's source is ambiguous."""
     parsed = _sources(problem)
-    return parsed is not None and _redo(*parsed, x)[2] is None
+    return parsed is not None and _redo(*parsed, x)[1] is None
 
 
 def _sources(problem: dict) -> tuple[list[tuple[str, ...]], list[list[int | None]]] | None:
@@ -353,21 +370,19 @@ def _sources(problem: dict) -> tuple[list[tuple[str, ...]], list[list[int | None
     return lines, sources
 
 
-def _redo(lines, sources, x: int) -> tuple[list[str], list[int], int | None]:
-    """The lines redone from line 1's result ``x`` as far as they stay valid, their results, and the index
-    of the line that breaks (None when every line holds); a broken line is the last of the text, written
-    up to its ``=`` with the operands it copies."""
-    a, op, b, _ = lines[0]
-    text, new = [f"{a}{op}{b} = {x:02d}"], [x]
+def _redo(lines, sources, x: int) -> tuple[list[tuple[int, int, int]], int | None]:
+    """Each line's ``(operand, operand, result)`` redone from line 1's result ``x`` as far as they stay valid,
+    and the index of the line that breaks (None when every line holds); a broken line is the last of the
+    list, with the operands it copies and no result."""
+    a, _, b, _ = lines[0]
+    new = [(int(a), int(b), x)]
     for k in range(1, len(lines)):
         a, op, b, _ = lines[k]
-        va, vb = (new[j] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
+        va, vb = (new[j][2] if j is not None else int(v) for j, v in zip(sources[k], (a, b)))
         if (op == "/" and (vb == 0 or va % vb)) or (op == "-" and va < vb) or _OPS[op](va, vb) > 99:
-            return text + [f"{va:02d}{op}{vb:02d} = "], new, k
-        line, c = _eq(va, op, vb)
-        text.append(line)
-        new.append(c)
-    return text, new, None
+            return new + [(va, vb, None)], k
+        new.append((va, vb, _OPS[op](va, vb)))
+    return new, None
 
 
 def reordered(problem: dict, rng: random.Random) -> dict:

@@ -25,7 +25,8 @@ import random
 from typing import Callable, Iterator
 
 from tspd.eval.tasks import arith
-from tspd.eval.tasks.arith import extract_answer, keeps_valid, line_accuracy, template_accuracy   # noqa: F401
+from tspd.eval.tasks.arith import (altered, extract_answer, keeps_valid, line_accuracy,   # noqa: F401 (the task API)
+                                    template_accuracy)
 from tspd.eval.tasks import splits
 from tspd.eval.tasks.splits import Splits
 
