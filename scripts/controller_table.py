@@ -2,7 +2,7 @@
 
 Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`, built as the
 notebooks build each method's default setting (``tspd.book.base_run`` + ``method_config``), and run
-through the one evaluation harness with phase timing (``experiments.run(..., profile=True)``). Its
+through the one evaluation harness with phase timing (``experiments.result(..., profile=True)``). Its
 files (``<key>.jsonl`` rows, ``<key>.summary.json``, ``<key>.json`` sidecar) live in the table's own
 results directory, ``controller_table/`` beside ``--out``, so every row is measured by this command
 on one machine; a rerun reads back what is there and computes only what is missing (resumable).
@@ -32,12 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 from tspd.book.notebook import base_run, method_config  # noqa: E402
 from tspd.decoding.config import DecodeConfig  # noqa: E402
-from tspd.decoding.loop import CACHE_MODES  # noqa: E402
 from tspd.eval import experiments  # noqa: E402
 from tspd.eval.results import phase_shares, wilson  # noqa: E402
 from tspd.options import add_dataclass_arguments  # noqa: E402
 from tspd.provenance import git_revision, portable  # noqa: E402
-from tspd.validate import UsageError  # noqa: E402
+from tspd.validate import CACHE_MODES, UsageError  # noqa: E402
 
 # row name -> the tspd.book.METHODS row whose decoding it uses (its policy at the method's default
 # setting: Fast-dLLM and Credit Decoding threshold 0.9, the controllers' own default; the learned
@@ -190,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     configs = table_configs(args)
-    runs_dir = out.resolve().parent / "controller_table"   # mkdir: experiments.run
+    runs_dir = out.resolve().parent / "controller_table"   # mkdir: experiments.result
     first = next(iter(configs.values()))
     meta = dict(model=args.model, split="test", n=args.n, gen_length=first.gen_length, block_length=first.block_length,
                 batch_size=args.batch_size, threads=torch.get_num_threads(), cpu_count=os.cpu_count(),
@@ -200,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                      "its warm-up) on this machine; speedup over the baseline row of this file")
     results = {}
     for name, config in configs.items():
-        results[name] = res = experiments.run(config, results_dir=runs_dir, profile=True)
+        results[name] = res = experiments.result(config, results_dir=runs_dir, profile=True)
         if res.computed:
             print(f"{key(*name)}: {res.computed} problems computed, {res.reused} read back ({res.key})", flush=True)
         table = summarise(results, args.n, dict(meta, device=devices(results)))

@@ -1,6 +1,7 @@
 """Shared fixtures: tiny random LLaDA models built in memory (no files, no network)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -80,6 +81,12 @@ class Spy:
         self.calls.append(dict(offset=kw.get("offset", 0), ids=ids.clone(), attn=kw.get("attention_mask"),
                                pos=kw.get("position_ids"), logits=out.clone()))
         return out
+
+
+def spied(model: LoadedModel) -> tuple[LoadedModel, Spy]:
+    """``model`` with its network wrapped in a :class:`Spy` (the same ids, tokenizer and directory), and the spy."""
+    spy = Spy(model.module)
+    return dataclasses.replace(model, module=spy, graphs=None), spy
 
 
 def seeded_net(kind: str, seed: int = 0, **arch):

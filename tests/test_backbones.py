@@ -235,7 +235,7 @@ def test_dream_logits_match_qwen2_run_bidirectionally(tmp_path, tied):
     full = bidirectional(ref, ids)
     with torch.no_grad():
         assert not torch.allclose(full, ref(ids).logits, atol=1e-3)     # the reference really is non-causal
-        torch.testing.assert_close(model.unshifted(ids), full, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(model.module.unshifted(ids), full, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(model(ids), dream_shift(full), atol=1e-4, rtol=1e-4)
 
 
@@ -271,11 +271,11 @@ def test_llada_moe_optional_parts_load_by_their_remote_code_names(tmp_path, moe_
     with torch.no_grad():
         base = plain(ids)
         assert not torch.allclose(model(ids), base, atol=1e-3)      # the shared experts contribute
-        for layer in model.model.layers:
+        for layer in model.module.model.layers:
             if hasattr(layer, "shared_expert"):
                 layer.shared_expert.down_proj.weight.zero_()
         torch.testing.assert_close(model(ids), base)                # and the zero bias changes nothing
-        bias = model.model.layers[1].mlp.expert_bias
+        bias = model.module.model.layers[1].mlp.expert_bias
         bias.copy_(torch.arange(len(bias), dtype=bias.dtype))     # a large bias forces the last experts
         assert not torch.allclose(model(ids), base, atol=1e-3)
 
@@ -313,7 +313,7 @@ def test_cached_window_rows_equal_full_forward_rows(dream_dir, moe_dir, kind, mo
     torch.testing.assert_close(window, full[:, s:w1], atol=1e-5, rtol=1e-5)
     if kind == "dream":
         with torch.no_grad():
-            out = model.unshifted(x)
+            out = model.module.unshifted(x)
         torch.testing.assert_close(window[:, 0], out[:, s - 1], atol=1e-5, rtol=1e-5)
         assert not torch.allclose(window[:, 0], out[:, s], atol=1e-3)
 

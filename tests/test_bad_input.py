@@ -49,7 +49,8 @@ GENERATE = [   # (id, extra arguments, words the one line must contain)
     ("empty prompt", ["--prompt", "  "], "empty prompt"),
     ("prompt too long", ["--prompt", "x" * 600], "exceeds the model's 512"),
     ("no controller", ["--model", "{no-controllers}", "--policy", "tspd"], "train-controller"),
-    ("controller for a fixed policy", ["--controller", "tiny-arith"], "--controller is for the learned policies"),
+    ("controller for a fixed policy", ["--controller-weights", "tiny-arith"],
+     "--controller-weights is for the learned policies"),
 ]
 EVAL = [
     ("out is a directory", ["--out", "{out_dir}"], "is a directory"),
@@ -57,7 +58,8 @@ EVAL = [
     ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
     ("task version", ["--model", "{old-task}"], "another version of tspd.eval.tasks.arith"),
     ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
-    ("controller for a fixed policy", ["--controller", "tiny-arith"], "--controller is for the learned policies"),
+    ("controller for a fixed policy", ["--controller-weights", "tiny-arith"],
+     "--controller-weights is for the learned policies"),
 ]
 
 
@@ -124,8 +126,22 @@ def test_truncation_only_when_asked_and_counted(capsys):
 
 
 def test_eval_summary_counts_truncated_prompts():
-    from tspd.eval import harness as evaluate
+    from tspd.eval.results import summarize
     rows = [{"id": str(i), "correct": i == 0, "nfe": 1, "batch": "s:0", "batch_size": 3, "batch_seconds": 1.0,
              "gen_length": 8, "warmup": True, "gen_tokens": 1, **({"prompt_truncated": True} if i else {})}
             for i in range(3)]
-    assert evaluate.summarize(rows)["truncated_prompts"] == 2
+    assert summarize(rows)["truncated_prompts"] == 2
+
+
+def test_the_old_controller_option_still_works_for_one_release(capsys):
+    """``--controller`` (now ``--controller-weights``) is a deprecated alias: the same value, a warning."""
+    import json
+    argv = ["generate", "--prompt", "Ann has 3 bags of 4 nuts. How many?", "--json", "--policy", "tspd",
+            "--gen-length", "32", "--block-length", "32", "--steps", "1"]
+    with pytest.warns(UserWarning, match="borrow|trained on the embedded"):
+        with pytest.warns(FutureWarning, match="--controller is deprecated.*--controller-weights"):
+            assert cli.main(argv + ["--controller", "tiny-arith"]) == 0
+    old = json.loads(capsys.readouterr().out)
+    with pytest.warns(UserWarning, match="trained on the embedded"):
+        assert cli.main(argv + ["--controller-weights", "tiny-arith"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_ids"] == old["token_ids"]

@@ -1,9 +1,10 @@
 """Notebook helpers that more than one notebook uses (tspd.book): row labels and agreement of two runs."""
 from __future__ import annotations
 
-from types import SimpleNamespace
+from pathlib import Path
 
 from tspd import book
+from tspd.eval.experiments import RunConfig, RunResult
 
 
 def test_row_label_marks_rows_without_a_cache(monkeypatch):
@@ -17,7 +18,10 @@ def test_row_label_marks_rows_without_a_cache(monkeypatch):
 
 
 def test_agreement_counts_common_problems():
-    run = lambda rows: SimpleNamespace(samples=[dict(zip(("id", "output", "extracted"), r)) for r in rows])  # noqa: E731
+    def run(rows) -> RunResult:
+        samples = [dict(zip(("id", "output", "extracted"), r)) for r in rows]
+        return RunResult(RunConfig(gen_length=64, block_length=32), samples, {}, Path("rows.jsonl"), "cpu")
+
     ref = run([("a", "x #### 1", "1"), ("b", "y #### 2", "2"), ("c", "z #### 3", "3")])
     other = run([("a", "x #### 1", "1"), ("b", "w #### 2", "2"), ("d", "q", None)])
     assert book.agreement(ref, other) == {"n": 2, "identical output (%)": 50.0, "identical answer (%)": 100.0}

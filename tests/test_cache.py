@@ -9,7 +9,7 @@ from tspd.decoding.controllers.tspd import TSPD
 from tspd.decoding.features import step_stats
 from tspd.decoding.loop import generate
 
-from conftest import MASK, Spy, prompts, random_model, seeded_net
+from conftest import MASK, prompts, random_model, seeded_net, spied
 
 GEN, BLOCK = 32, 8
 
@@ -17,25 +17,25 @@ GEN, BLOCK = 32, 8
 @pytest.mark.parametrize("cache", ["prefix", "dual"])
 @pytest.mark.parametrize("policy", ["vanilla", "fast-dllm"])
 def test_first_step_of_each_block_equals_the_uncached_forward(cache, policy):
-    m = Spy(random_model(seed=4, scale=0.8))
+    m, spy = spied(random_model(seed=4, scale=0.8))
     out = generate(m, prompts(3, seed=2), gen_length=GEN, block_length=BLOCK, policy=policy, cache=cache,
                    record_trace=True)
     tr, P = out.trace, out.prompt_length
     firsts = [t for t in range(out.nfe) if t == 0 or tr.block[t] != tr.block[t - 1]]
     assert len(firsts) == GEN // BLOCK
     for t in firsts:
-        call = m.calls[t]
+        call = spy.calls[t]
         assert call["offset"] == 0 and call["ids"].shape[1] == P + GEN           # a full forward ...
-        fresh = m.model(call["ids"], attention_mask=call["attn"], position_ids=call["pos"])[:, P:]
+        fresh = spy.model(call["ids"], attention_mask=call["attn"], position_ids=call["pos"])[:, P:]
         assert torch.equal(call["logits"], fresh)           # ... equal to no cache, bit for bit (generated rows only)
         logits = fresh[..., :m.config.vocab_size].clone()
         logits[..., MASK] = float("-inf")
         st = step_stats(logits)
         assert torch.equal(tr.conf[t], st.conf) and torch.equal(tr.x0[t], st.x0)
     cached = [t for t in range(out.nfe) if t not in firsts]
-    assert cached and all(m.calls[t]["offset"] > 0 for t in cached)              # the cache was used
+    assert cached and all(spy.calls[t]["offset"] > 0 for t in cached)            # the cache was used
     width = {"prefix": lambda c: P + GEN - c["offset"], "dual": lambda c: BLOCK}[cache]
-    assert all(m.calls[t]["ids"].shape[1] == width(m.calls[t]) for t in cached)
+    assert all(spy.calls[t]["ids"].shape[1] == width(spy.calls[t]) for t in cached)
 
 
 def test_first_block_of_cached_and_uncached_runs_agree():
@@ -57,11 +57,13 @@ def learned(name: str):
 def test_batch_of_8_equals_one_prompt_at_a_time(policy, cache):
     m = random_model(seed=7, scale=0.8)
     ps = prompts(8, seed=11)
-    make = (lambda: learned(policy)) if policy in ("tspd", "learn2pd") else (lambda: policy)
+    def pick():   # a learned controller with seeded in-memory weights, or the policy by name
+        return dict(controller=learned(policy)) if policy in ("tspd", "learn2pd") else dict(policy=policy)
+
     kw = dict(gen_length=16, block_length=8, cache=cache, ce=True)
-    batch = generate(m, ps, policy=make(), **kw)
+    batch = generate(m, ps, **pick(), **kw)
     for i, p in enumerate(ps):
-        one = generate(m, [p], policy=make(), **kw)
+        one = generate(m, [p], **pick(), **kw)
         assert batch.token_ids[i].tolist() == one.token_ids[0].tolist()
         assert batch.nfe_per_sample[i] == one.nfe
 
@@ -86,11 +88,11 @@ def test_controller_features_do_not_depend_on_the_batch(cache):
     ps = prompts(8, seed=11)
     kw = dict(gen_length=16, block_length=8, cache=cache, ce=True)
     rb = Recorder(make_controller("fast-dllm", threshold=0.5))
-    batch = generate(m, ps, policy=rb, **kw)
+    batch = generate(m, ps, controller=rb, **kw)
     assert len({tuple(r) for r in batch.steps_per_block}) > 1          # rows really finish blocks at different steps
     for i, p in enumerate(ps):
         r1 = Recorder(make_controller("fast-dllm", threshold=0.5))
-        generate(m, [p], policy=r1, **kw)
+        generate(m, [p], controller=r1, **kw)
         mine = [s["features"][i] for s in rb.steps if s["masked"][i].any()]
         alone = [s["features"][0] for s in r1.steps]
         assert len(mine) == len(alone)

@@ -13,7 +13,7 @@ from tspd.decoding.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_w
 from tspd.decoding.controllers.weights import save_controller
 from tspd.decoding.loop import generate
 
-from conftest import EOS, MASK, Spy, prompts, random_model, seeded_net
+from conftest import EOS, MASK, prompts, random_model, seeded_net, spied
 
 GEN, BLOCK = 32, 8
 
@@ -39,19 +39,20 @@ NAMES = ["vanilla", "fast-dllm", "prophet", "prophet-eager", "credit", "learn2pd
 @pytest.mark.parametrize("ce", [False, True])
 @pytest.mark.parametrize("name", NAMES)
 def test_loop_invariants(name, ce):
-    model = Spy(random_model(seed=7, scale=0.8))
+    plain = random_model(seed=7, scale=0.8)
+    model, spy = spied(plain)
     ps = prompts(2, seed=9)
     if name == "egp":
-        ref = generate(model.model, ps, gen_length=GEN, block_length=BLOCK).token_ids
+        ref = generate(plain, ps, gen_length=GEN, block_length=BLOCK).token_ids
         ctrl = EGP(reference=ref)
     else:
         ctrl = controller(name)
-    out = generate(model, ps, gen_length=GEN, block_length=BLOCK, policy=ctrl, ce=ce, record_trace=True)
+    out = generate(model, ps, gen_length=GEN, block_length=BLOCK, controller=ctrl, ce=ce, record_trace=True)
     P = out.prompt_length
-    assert out.nfe == len(model.calls) == out.trace.block.numel()          # one NFE per forward
+    assert out.nfe == len(spy.calls) == out.trace.block.numel()            # one NFE per forward
     assert max(out.nfe_per_sample) <= out.nfe
     assert (out.token_ids != MASK).all()
-    canvases = [c["ids"][:, P:] for c in model.calls] + [out.token_ids]
+    canvases = [c["ids"][:, P:] for c in spy.calls] + [out.token_ids]
     for t in range(out.nfe):
         before, after = canvases[t], canvases[t + 1]
         changed = before != after
@@ -86,7 +87,7 @@ def test_eager_rules_save_forwards():
     m = random_model(seed=7, scale=0.8)
     ps = prompts(2, seed=9)
     van = generate(m, ps, gen_length=GEN, block_length=BLOCK)
-    eager = generate(m, ps, gen_length=GEN, block_length=BLOCK, policy=Prophet(thresholds=(0.0, 0.0, 0.0)))
+    eager = generate(m, ps, gen_length=GEN, block_length=BLOCK, controller=Prophet(thresholds=(0.0, 0.0, 0.0)))
     assert eager.nfe == 1 and (eager.token_ids != MASK).all()              # finishes at the first step
     credit = generate(m, ps, gen_length=GEN, block_length=BLOCK, policy="credit", threshold=0.3)
     assert credit.nfe < van.nfe

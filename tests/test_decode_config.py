@@ -42,9 +42,34 @@ def test_of_replace_and_resolved():
 
 def test_equal_decodings_compare_equal():
     assert DecodeConfig(ce=True, ce_kwargs={"tau": 0.6}) == DecodeConfig(ce=True)      # 0.6 is CE's default
-    assert DecodeConfig(ce={"H": 10}) == DecodeConfig(ce=True, ce_kwargs={"H": 10})
     assert DecodeConfig(ce=False, ce_kwargs={"H": 10}) == DecodeConfig()                # CE off: no settings
     assert DecodeConfig(confidence_dtype=torch.float64).confidence_dtype == "float64"
+
+
+def test_policy_and_ce_are_names_plus_settings():
+    """One shape each: the policy by name with policy_kwargs, CE on or off with ce_kwargs."""
+    from tspd.decoding.controllers.prophet import Prophet
+    from tspd.decoding.extrapolate import CEConfig
+    with pytest.raises(UsageError, match="controller=") as refused:
+        DecodeConfig(policy=Prophet())
+    assert "Prophet" in str(refused.value)
+    with pytest.raises(UsageError, match="ce_kwargs"):
+        DecodeConfig(ce="yes")
+    with pytest.warns(DeprecationWarning, match="ce=True, ce_kwargs"):   # the settings given whole: one release
+        whole = DecodeConfig(ce=CEConfig(H=10))
+    assert whole == DecodeConfig(ce=True, ce_kwargs={"H": 10}) and whole.ce is True
+    with pytest.warns(DeprecationWarning):
+        assert DecodeConfig(ce={"H": 10}) == whole
+    from tspd.eval.job import RunConfig
+    assert RunConfig(decode=DecodeConfig(ce=True, ce_kwargs={"H": 10})).ce_kwargs == {"H": 10}   # a run takes any
+
+
+def test_a_ready_controller_decodes_through_generate(tiny_model):
+    from tspd.decoding.controllers.fast_dllm import FastDLLM
+    prompts = [[5, 6, 7, 8], [9, 10, 11, 12]]
+    by_name = generate(tiny_model, prompts, gen_length=16, block_length=8, policy="fast-dllm", threshold=0.5)
+    ready = generate(tiny_model, prompts, gen_length=16, block_length=8, controller=FastDLLM(threshold=0.5))
+    assert torch.equal(by_name.token_ids, ready.token_ids) and by_name.nfe == ready.nfe
 
 
 def test_generate_takes_the_config_whole_or_as_overrides(tiny_model):

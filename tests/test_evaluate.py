@@ -9,16 +9,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
-
 import pytest
 import torch
 
-from tspd.eval import harness as evaluate
-from tspd.eval.results import phase_shares
 from tspd.cli import main as cli
-from tspd.models.loading import SpecialTokens
+from tspd.decoding.loop import Generation
+from tspd.eval import harness
+from tspd.eval.results import PHASES, phase_shares, summarize, summary_path
 from tspd.eval.tasks import get_task
+from tspd.models.loading import Checkpoint, LoadedModel, SpecialTokens
 from conftest import SIZES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,7 +31,7 @@ def read_rows(path: Path) -> list[dict]:
 def eval_reference(tmp_path: Path, task: str, *extra: str) -> dict:
     out = tmp_path / f"{task}.jsonl"
     assert cli(["eval", "--task", task, "--model", "reference", "--out", str(out), "--batch-size", "16", *extra]) == 0
-    summary = json.loads(evaluate.summary_path(out).read_text())
+    summary = json.loads(summary_path(out).read_text())
     assert len(read_rows(out)) == summary["n"]
     return summary
 
@@ -85,10 +84,9 @@ def test_reference_math_full(tmp_path):
 
 
 # ---- a fake model -------------------------------------------------------------------------------
-class FakeModel:
-    def __init__(self, tokenizer=None):
-        self.tokenizer = tokenizer
-        self.special = SpecialTokens(mask=99, eos=98, pad=98, eot=97)
+def fake_model(tokenizer=None) -> LoadedModel:
+    """A loaded model of no network: what the harness reads beside it (tokenizer, ids) and nothing more."""
+    return LoadedModel(torch.nn.Identity(), tokenizer, SpecialTokens(mask=99, eos=98, pad=98, eot=97))
 
 
 NONPAD = 5   # generated tokens per row that are not EOS/EoT/pad in the fake output
@@ -102,23 +100,24 @@ def eval_cli(argv: list[str], seam=None) -> int:
     """``python -m tspd eval ARGV`` with the harness's model seam given (None: the package's)."""
     import argparse
     p = argparse.ArgumentParser()
-    evaluate.add_arguments(p)
+    harness.add_arguments(p)
     try:
-        return evaluate.main(p.parse_args(argv), seam=seam)
+        return harness.main(p.parse_args(argv), seam=seam)
     except ValueError as e:          # what tspd.cli turns into one line and exit 2
         print(f"error: {e}", file=sys.stderr)
         return 2
 
 
 def install_fake(answer, seconds=None, tokenizer=None):
-    """A fake (load_model, generate) seam for the harness: ``answer(prompt) -> text``; batch times come
-    from ``seconds``. Returns the list of calls it sees, with the seam as its ``seam``."""
+    """A fake (load_model, generate) seam for the harness: ``answer(prompt) -> text`` as a real
+    :class:`Generation`; batch times come from ``seconds``. Returns the list of calls it sees (a load
+    names its checkpoint's directory), with the seam as its ``seam``."""
     calls = Calls()
     times = iter(seconds or [])
 
-    def load_model(path, device="cpu", dtype=None):
-        calls.append(("load", path, device, dtype))
-        return FakeModel(tokenizer)
+    def load_model(checkpoint: Checkpoint, device="cpu", dtype=None):
+        calls.append(("load", checkpoint.path.name, device, dtype))
+        return fake_model(tokenizer)
 
     def generate(model, prompts, config, **kwargs):
         calls.append(("generate", list(prompts), {**config.to_dict(), **kwargs}))
@@ -126,10 +125,12 @@ def install_fake(answer, seconds=None, tokenizer=None):
         ids[:, :NONPAD] = 1
         ids[:, NONPAD] = 97   # an EoT, not counted either
         seconds = next(times, 1.0)
-        phases = {"forward_seconds": 0.8 * seconds, "controller_seconds": 0.04 * seconds,
-                  "ce_seconds": 0.02 * seconds} if kwargs.get("profile") else {}
-        return SimpleNamespace(texts=[answer(p) for p in prompts], token_ids=ids, nfe=7,
-                               nfe_per_sample=[7] * len(prompts), seconds=seconds, **phases)
+        phases = {"forward_seconds": 0.8 * seconds, "control_seconds": 0.1 * seconds,
+                  "controller_seconds": 0.04 * seconds, "ce_seconds": 0.02 * seconds} if kwargs.get("profile") else {}
+        n = len(prompts)
+        return Generation(token_ids=ids, texts=[answer(p) for p in prompts], nfe=7, nfe_per_sample=[7] * n,
+                          seconds=seconds, prompt_length=4, truncated=[False] * n, answer_tokens=[NONPAD] * n,
+                          **phases)
 
     calls.seam = (load_model, generate)
     return calls
@@ -145,7 +146,8 @@ def gsm8k_answers():
 
 
 def run_eval(seam, out: Path, *extra: str) -> int:
-    return eval_cli(["--task", "gsm8k", "--model", "fake-model", "--gen-length", "16", "--block-length", "8",
+    """An eval of gsm8k with the fake seam; the checkpoint is the embedded model's (opened, never loaded)."""
+    return eval_cli(["--task", "gsm8k", "--model", "tiny-arith", "--gen-length", "16", "--block-length", "8",
                      "--out", str(out), *extra], seam)
 
 
@@ -162,10 +164,10 @@ def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
     out = tmp_path / "run.jsonl"
     assert run_eval(calls.seam, out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--policy", "fast-dllm",
                     "--policy-arg", "factor=0.5", "--cache", "dual") == 0
-    assert calls[0] == ("load", "fake-model", "cpu", "float32")     # the device's dtype, named
+    assert calls[0] == ("load", "tiny-arith", "cpu", "float32")     # the device's dtype, named
     kwargs = calls[1][2]
     assert kwargs == {"gen_length": 16, "block_length": 8, "steps": 16, "policy": "fast-dllm", "ce": False,
-                      "ce_kwargs": {}, "cache": "dual", "temperature": 0.0, "seed": None,
+                      "ce_kwargs": {}, "cache": "dual", "temperature": 0.0, "seed": 0,
                       "confidence_dtype": "float32", "fast": False,
                       "policy_kwargs": {"factor": 0.5, "threshold": 0.9}}
     assert [len(c[1]) for c in calls[1:]] == [2, 1]
@@ -182,7 +184,7 @@ def test_throughput_excludes_the_warmup_batch(monkeypatch, tmp_path):
     calls = install_fake(gsm8k_answers(), seconds=[10.0, 1.0, 1.0])
     out = tmp_path / "tps.jsonl"
     assert run_eval(calls.seam, out, "--limit", "6", "--batch-size", "2") == 0
-    s = json.loads(evaluate.summary_path(out).read_text())
+    s = json.loads(summary_path(out).read_text())
     assert s["accuracy"] == 1.0 and s["n"] == 6 and s["nfe_mean"] == 7
     assert s["tps"] == pytest.approx(2 * 2 * 16 / 2.0)          # B * L_gen over the two timed batches
     assert s["tps_nonpad"] == pytest.approx(4 * NONPAD / 2.0)
@@ -195,7 +197,7 @@ def test_single_batch_counts_its_own_time():
              "gen_length": 8, "warmup": True, "gen_tokens": 3},
             {"id": "b", "correct": False, "reason": "wrong answer: got 1, expected 2", "nfe": 4, "batch": "s:0",
              "batch_size": 2, "batch_seconds": 2.0, "gen_length": 8, "warmup": True, "gen_tokens": 1}]
-    s = evaluate.summarize(rows)
+    s = summarize(rows)
     assert s["tps"] == 8.0 and s["tps_nonpad"] == 2.0 and s["accuracy"] == 0.5
     assert s["failures"] == {"wrong answer": 1}
 
@@ -204,7 +206,7 @@ def test_profile_stores_each_rows_share_of_the_batch_phases(tmp_path):
     plain, timed = tmp_path / "plain.jsonl", tmp_path / "timed.jsonl"
     calls = install_fake(gsm8k_answers())
     assert run_eval(calls.seam, plain, "--limit", "2") == 0
-    assert "profile" not in calls[1][2] and not set(read_rows(plain)[0]) & set(evaluate.PHASES)
+    assert "profile" not in calls[1][2] and not set(read_rows(plain)[0]) & set(PHASES)
     calls = install_fake(gsm8k_answers(), seconds=[10.0, 2.0, 1.0])
     assert run_eval(calls.seam, timed, "--limit", "5", "--batch-size", "2", "--profile") == 0
     assert [c[2]["profile"] for c in calls if c[0] == "generate"] == [True] * 3
@@ -212,11 +214,11 @@ def test_profile_stores_each_rows_share_of_the_batch_phases(tmp_path):
     assert [r["forward_seconds"] for r in rows] == pytest.approx([4.0, 4.0, 0.8, 0.8, 0.8])   # batch / size
     assert rows[2]["controller_seconds"] == pytest.approx(0.04) and rows[4]["ce_seconds"] == pytest.approx(0.02)
     assert read_rows(plain)[0]["config"] == rows[0]["config"]           # not part of the configuration
-    s = json.loads(evaluate.summary_path(timed).read_text())
+    s = json.loads(summary_path(timed).read_text())
     assert "profile" not in s["config"]
     assert s["controller_pct_of_forward"] == pytest.approx(5.0) and s["ce_pct_of_forward"] == pytest.approx(2.5)
     assert s["forward_ms"] == pytest.approx(1000 * (1.6 + 0.8) / (7 + 7))    # warm-up batch left out
-    assert "forward_ms" not in json.loads(evaluate.summary_path(plain).read_text())
+    assert "forward_ms" not in json.loads(summary_path(plain).read_text())
 
 
 def test_phase_shares_need_every_row_timed():
@@ -284,12 +286,11 @@ def test_chat_template_is_used_for_instruct_tokenizers(monkeypatch, tmp_path):
             return "<user>" + messages[0]["content"] + "<assistant>"
 
     answer = gsm8k_answers()
-    unwrap = lambda p: p.removeprefix("<user>").removesuffix("<assistant>")   # noqa: E731
-    calls = install_fake(lambda p: answer(unwrap(p)), tokenizer=Tok())
+    calls = install_fake(lambda p: answer(p.removeprefix("<user>").removesuffix("<assistant>")), tokenizer=Tok())
     out = tmp_path / "chat.jsonl"
     assert run_eval(calls.seam, out, "--limit", "2") == 0
     assert calls[1][1][0].startswith("<user>Question: ")
-    assert json.loads(evaluate.summary_path(out).read_text())["chat"] is True
+    assert json.loads(summary_path(out).read_text())["chat"] is True
     assert run_eval(calls.seam, tmp_path / "raw.jsonl", "--limit", "1", "--chat", "off") == 0
     assert calls[-1][1][0].startswith("Question: ")
 
@@ -309,7 +310,7 @@ def test_hostile_completions_fail_and_the_evaluator_survives(monkeypatch, tmp_pa
     by_prompt = {s["prompt"]: HOSTILE[s["id"]] for s in task.samples(len(HOSTILE))}
     calls = install_fake(lambda p: by_prompt[p])
     out = tmp_path / "hostile.jsonl"
-    assert eval_cli(["--task", "humaneval", "--model", "fake", "--limit", str(len(HOSTILE)), "--gen-length", "16",
+    assert eval_cli(["--task", "humaneval", "--model", "tiny-arith", "--limit", str(len(HOSTILE)), "--gen-length", "16",
                      "--block-length", "8", "--batch-size", "3", "--out", str(out)], calls.seam) == 0
     rows = {r["id"]: r for r in read_rows(out)}
     assert set(rows) == set(HOSTILE) and not any(r["correct"] for r in rows.values())
@@ -370,7 +371,7 @@ def test_killed_run_resumes_with_every_id_exactly_once(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     ids = [r["id"] for r in read_rows(out)]
     assert sorted(ids) == sorted(f"gsm8k/test/{i}" for i in range(40)) and len(ids) == 40
-    summary = json.loads(evaluate.summary_path(out).read_text())
+    summary = json.loads(summary_path(out).read_text())
     assert summary["n"] == 40 and summary["accuracy"] == 1.0 and json.loads(done.stdout)["n"] == 40
 
 
@@ -421,10 +422,37 @@ def test_real_generate_with_a_random_tiny_model(monkeypatch, tmp_path):
     model.special = SpecialTokens(mask=tok.mask_token_id, eos=tok.eos_token_id, pad=tok.pad_token_id)
     _, generate = package_seam()
     out = tmp_path / "tiny.jsonl"
-    assert eval_cli(["--task", "arith", "--model", "random", "--limit", "3", "--batch-size", "2",
+    assert eval_cli(["--task", "arith", "--model", "tiny-arith", "--limit", "3", "--batch-size", "2",
                      "--gen-length", "16", "--block-length", "8", "--out", str(out)],
                     ((lambda *a, **k: model), generate)) == 0
     rows = read_rows(out)
     assert len(rows) == 3 and all(r["nfe"] > 0 and 0 <= r["gen_tokens"] <= 16 for r in rows)
-    s = json.loads(evaluate.summary_path(out).read_text())
+    s = json.loads(summary_path(out).read_text())
     assert s["tps"] > 0 and s["batches_timed"] == 1 and s["nfe_mean"] > 0
+
+
+def test_an_eval_job_reads_its_config_json_once(monkeypatch, tmp_path):
+    """``python -m tspd eval`` opens its checkpoint once (:class:`tspd.models.loading.Checkpoint`) and passes
+    it on: building the run, checking the job and loading the weights read ``config.json`` one time in all.
+    (The tokenizer's loader, inside transformers, reads the file on its own; those reads are not ours.)"""
+    import builtins
+    import io
+    import traceback
+
+    reads = []
+    real_open = io.open
+
+    def counting_open(file, *args, **kwargs):
+        if Path(str(file)).name == "config.json":
+            frames = [f.filename for f in traceback.extract_stack()]
+            if not any(f"{os.sep}transformers{os.sep}" in f for f in frames):
+                reads.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting_open)
+    monkeypatch.setattr(builtins, "open", counting_open)
+    out = tmp_path / "once.jsonl"
+    assert cli(["eval", "--task", "arith", "--limit", "2", "--policy", "fast-dllm", "--threshold", "0.9",
+                "--out", str(out)]) == 0
+    assert len(read_rows(out)) == 2
+    assert len(reads) == 1 and reads[0].endswith(f"tiny-arith{os.sep}config.json"), reads

@@ -58,12 +58,12 @@ def registry(tmp_path):
         calls["samples"] += len(batch)
         return generate(model, batch, config, **kw)
 
-    def fake_load(name, device="cpu", dtype=None):     # cached per process, like experiments.get_model
-        if name not in loaded:
+    def fake_load(checkpoint, device="cpu", dtype=None):     # cached per process, like experiments.get_model
+        if checkpoint.path not in loaded:
             calls["loads"] += 1
-            loaded[name] = random_model()
-            loaded[name].tokenizer = FakeTokenizer()
-        return loaded[name]
+            loaded[checkpoint.path] = random_model()
+            loaded[checkpoint.path].tokenizer = FakeTokenizer()
+        return loaded[checkpoint.path]
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # a 32-wide model: with 2 threads on a busy machine each op waits ~40 ms
@@ -72,7 +72,8 @@ def registry(tmp_path):
 
 
 def config(**over) -> RunConfig:
-    base = dict(model="fake", task="fake", policy="fast-dllm", policy_kwargs={"threshold": 0.7},
+    """A run of the fake task; its checkpoint is the embedded model's (opened, never loaded: the seam's model)."""
+    base = dict(model="tiny-arith", task="fake", policy="fast-dllm", policy_kwargs={"threshold": 0.7},
                 gen_length=16, block_length=8, limit=4)
     base.update(over)
     return RunConfig(**base)
@@ -88,7 +89,7 @@ def test_key_is_stable_and_canonical():
     assert len(c.key) == 12 and c.key == config().key
     same = [config(steps=16), config(limit=100), config(limit=None), config(dtype="float32"),
             config(policy_kwargs={"threshold": 0.7}), config(ce=False, ce_kwargs={"tau": 0.5}),
-            config(model="fake/")]
+            config(model="tiny-arith/")]
     assert {s.key for s in same} == {c.key}
     different = [config(policy="vanilla", policy_kwargs={}), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
                  config(ce=True, ce_kwargs={"tau": 0.5}), config(cache="dual"), config(gen_length=32),
@@ -115,7 +116,7 @@ def dataclasses_frozen_error():
 
 def test_second_call_computes_nothing(registry):
     calls, tmp, fake = registry
-    first = experiments.run(config(), results_dir=tmp, progress=False, **fake)
+    first = experiments.result(config(), results_dir=tmp, progress=False, **fake)
     assert (first.computed, first.reused) == (4, 0)
     assert calls["samples"] == 4
     assert [r["id"] for r in first.samples] == [f"fake/{i}" for i in range(4)]
@@ -128,12 +129,12 @@ def test_second_call_computes_nothing(registry):
     assert s["accuracy"] == pytest.approx(100.0 * sum(r["correct"] for r in first.samples) / 4)
 
     calls["samples"] = 0
-    again = experiments.run(config(), results_dir=tmp, progress=False, **fake)
+    again = experiments.result(config(), results_dir=tmp, progress=False, **fake)
     assert (again.computed, again.reused, calls["samples"]) == (0, 4, 0)
     assert again.samples == first.samples and again.summary == first.summary
     assert calls["loads"] == 1
 
-    fewer = experiments.run(config(limit=2), results_dir=tmp, progress=False, **fake)   # a prefix: same file
+    fewer = experiments.result(config(limit=2), results_dir=tmp, progress=False, **fake)   # a prefix: same file
     assert (fewer.computed, calls["samples"]) == (0, 0) and fewer.samples == first.samples[:2]
 
     meta = json.loads((tmp / f"{first.key}.json").read_text())
@@ -146,12 +147,12 @@ def test_second_call_computes_nothing(registry):
 
 def test_resume_after_partial_file(registry):
     calls, tmp, fake = registry
-    experiments.run(config(limit=3), results_dir=tmp, progress=False, **fake)
+    experiments.result(config(limit=3), results_dir=tmp, progress=False, **fake)
     path = tmp / f"{config().key}.jsonl"
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])   # crash in the middle of row 3
     calls["samples"] = 0
-    res = experiments.run(config(limit=6), results_dir=tmp, progress=False, **fake)
+    res = experiments.result(config(limit=6), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4 and res.reused == 2 and calls["samples"] == 4
     stored = [json.loads(x) for x in path.read_text().splitlines()]
     assert [r["id"] for r in stored] == [f"fake/{i}" for i in range(6)]
@@ -160,12 +161,12 @@ def test_resume_after_partial_file(registry):
 
 def test_batches_match_single_samples_and_force_recomputes(registry):
     calls, tmp, fake = registry
-    one = experiments.run(config(), results_dir=tmp, progress=False, **fake)
-    two = experiments.run(config(batch_size=2), results_dir=tmp, progress=False, **fake)
+    one = experiments.result(config(), results_dir=tmp, progress=False, **fake)
+    two = experiments.result(config(batch_size=2), results_dir=tmp, progress=False, **fake)
     assert one.key != two.key and two.computed == 4
     assert [r["nfe"] for r in two.samples] and all(r["gen_tokens"] <= 16 for r in two.samples)
     calls["samples"] = 0
-    again = experiments.run(config(), results_dir=tmp, progress=False, force=True, **fake)
+    again = experiments.result(config(), results_dir=tmp, progress=False, force=True, **fake)
     assert again.computed == 4 and calls["samples"] == 4
     assert [r["output"] for r in again.samples] == [r["output"] for r in one.samples]   # greedy: deterministic
     assert list(tmp.glob(f"{one.key}.stale-*.jsonl"))
@@ -174,23 +175,23 @@ def test_batches_match_single_samples_and_force_recomputes(registry):
 def test_changed_checkpoint_is_recomputed(registry, monkeypatch):
     _, tmp, fake = registry
     monkeypatch.setattr(experiments, "model_fingerprint", lambda model: "aaaa")
-    experiments.run(config(), results_dir=tmp, progress=False, **fake)
-    assert experiments.run(config(), results_dir=tmp, progress=False, **fake).computed == 0
+    experiments.result(config(), results_dir=tmp, progress=False, **fake)
+    assert experiments.result(config(), results_dir=tmp, progress=False, **fake).computed == 0
     monkeypatch.setattr(experiments, "model_fingerprint", lambda model: "bbbb")
     with pytest.warns(UserWarning, match="changed"):
-        res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
+        res = experiments.result(config(), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4
 
 
 def test_result_row_for_side_by_side(registry):
     from tspd.book import reported
     _, tmp, fake = registry
-    res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
+    res = experiments.result(config(), results_dir=tmp, progress=False, **fake)
     row = res.row(method="Fast-dLLM")
     assert row["method"] == "Fast-dLLM" and row["setting"]["cache"] == "none" and row["tps"] > 0
     table = reported.side_by_side(reported.paper_table("table13"), [row], keys=["method"], ours=res.label)
     assert table[4]["ours: TPS"] == row["tps"] and table[4]["paper: TPS"] == 52.8
-    assert res.label.startswith("ours (fake, ") and res.label.endswith("n=4)")
+    assert res.label.startswith("ours (tiny-arith, ") and res.label.endswith("n=4)")
 
 
 def job_of_command(command: str):
@@ -212,10 +213,10 @@ def test_eval_command_is_the_same_job_as_run(tmp_path, changes, monkeypatch):
     monkeypatch.setattr("tspd.decoding.config.controller_weights", lambda c, p: c)
     c = config(task="arith", **changes)
     cmd = experiments.eval_command(c, tmp_path)
-    assert cmd.startswith("python -m tspd eval --task arith --model fake --policy ")
+    assert cmd.startswith("python -m tspd eval --task arith --model tiny-arith --policy ")
     assert cmd.endswith(f"--out {tmp_path / (c.key + '.jsonl')}")
     job = job_of_command(cmd)
-    assert job.run == c and job.run.key == c.key and job.out == tmp_path / f"{c.key}.jsonl"
+    assert job.config == c and job.config.key == c.key and job.out == tmp_path / f"{c.key}.jsonl"
     assert job.row_config() == experiments.EvalJob(c, job.out).row_config()
 
 
@@ -265,15 +266,15 @@ def test_rows_of_another_harness_configuration_are_set_aside(registry):
     path = tmp / f"{config().key}.jsonl"
     path.write_text(json.dumps({"id": "fake/0", "correct": True, "config": "0123456789ab"}) + "\n")
     with pytest.warns(UserWarning, match="another configuration"):
-        res = experiments.run(config(), results_dir=tmp, progress=False, **fake)
+        res = experiments.result(config(), results_dir=tmp, progress=False, **fake)
     assert res.computed == 4 and list(tmp.glob("*.stale-*.jsonl"))
 
 
 def test_profile_times_the_computed_rows_only(registry):
     _, tmp, fake = registry
-    plain = experiments.run(config(limit=2), results_dir=tmp, progress=False, **fake)
+    plain = experiments.result(config(limit=2), results_dir=tmp, progress=False, **fake)
     assert "forward_seconds" not in plain.samples[0] and "forward_ms" not in plain.summary
-    timed = experiments.run(config(limit=4), results_dir=tmp, progress=False, profile=True, **fake)
+    timed = experiments.result(config(limit=4), results_dir=tmp, progress=False, profile=True, **fake)
     assert timed.key == plain.key and (timed.computed, timed.reused) == (2, 2)   # not part of the key
     assert timed.samples[:2] == plain.samples and timed.samples[2]["forward_seconds"] > 0
     assert {"controller_seconds", "ce_seconds"} <= set(timed.samples[3])

@@ -1,13 +1,14 @@
 """Confidence Extrapolation: the filter, the forecast, the horizon rule and the loop integration."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
 from tspd.decoding.extrapolate import (CEConfig, ConfidenceExtrapolator, forecast, horizon_terms, kalman_step,
-                                       left_coverage, make_extrapolator, replay, select_horizon)
+                                       left_coverage, replay, select_horizon)
 from tspd.decoding.features import StepStats
 from tspd.decoding.loop import generate
 
@@ -148,18 +149,14 @@ def test_batched_update_equals_one_position_at_a_time():
     assert outs[-1].shape == (3, 5)
 
 
-def test_make_extrapolator():
-    assert make_extrapolator(True).config == CEConfig()
-    assert make_extrapolator({"tau": 0.4}, H=10).config == CEConfig(tau=0.4, H=10)
-    assert make_extrapolator(CEConfig(z=1.0)).config.z == 1.0
-    ext = ConfidenceExtrapolator()
-    assert make_extrapolator(ext) is ext
-    with pytest.raises(ValueError):
-        make_extrapolator(ext, tau=0.5)
+def test_the_loop_builds_its_extrapolator_from_the_settings():
+    from tspd.decoding.config import DecodeConfig
+    from tspd.decoding.loop import _extrapolator
+    assert _extrapolator(DecodeConfig()) is None
+    assert _extrapolator(DecodeConfig(ce=True)).config == CEConfig()
+    assert _extrapolator(DecodeConfig(ce=True, ce_kwargs={"tau": 0.4, "H": 10})).config == CEConfig(tau=0.4, H=10)
     with pytest.raises(ValueError, match="signal"):
-        make_extrapolator({"signal": "entropy"})
-    with pytest.raises(TypeError):
-        make_extrapolator("yes")
+        _extrapolator(DecodeConfig(ce=True, ce_kwargs={"signal": "entropy"}))
 
 
 def test_generate_with_ce_only_lifts_confidence():
@@ -175,7 +172,8 @@ def test_generate_with_ce_only_lifts_confidence():
 def test_replay_reproduces_the_decoders_ce_and_calls_before_each_update():
     m = random_model(seed=7, scale=0.8)
     cfg = CEConfig(tau=0.0, c_min=0.5)
-    out = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", ce=cfg, record_trace=True)
+    out = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", ce=True,
+                   ce_kwargs=dataclasses.asdict(cfg), record_trace=True)
     seen_steps = []
     rep = replay(out.trace, cfg, block_length=8, before=lambda s, sl, stats, masked, ext: seen_steps.append(s))
     S = out.trace.conf.shape[0]

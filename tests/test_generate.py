@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tspd.decoding.controllers import Controller, Decision, StepView
 from tspd.decoding.loop import generate
 from tspd.decoding.schedule import num_transfer_tokens
 
-from conftest import EOS, MASK, prompts, random_model
+from conftest import MASK, prompts, random_model, spied
 
 
 def official_vanilla(model, prompt: list[int], gen_length: int, block_length: int, steps: int) -> torch.Tensor:
@@ -135,3 +136,33 @@ def test_profile_splits_a_step_into_forward_controller_ce_and_the_rest(tiny_mode
     no_ce = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9,
                      profile=True)
     assert no_ce.ce_seconds == 0.0 and torch.equal(no_ce.token_ids, plain.token_ids)
+
+
+class Waiting(Controller):
+    """Commits the best masked token of each row every ``every``-th forward of a block, nothing in between
+    (never, with ``every=0``); without the loop's guarantee of progress."""
+    name = "waiting"
+    force_progress = False
+
+    def __init__(self, every: int):
+        self.every, self.seen = every, 0
+
+    def start_block(self, block):
+        self.seen = 0
+
+    def decide(self, view: StepView) -> Decision:
+        self.seen += 1
+        due = self.every > 0 and self.seen % self.every == 0
+        best = view.conf.masked_fill(~view.masked, float("-inf")).argmax(-1, keepdim=True)
+        slot = torch.arange(view.masked.shape[1])[None, :] == best
+        return Decision(commit=view.masked & slot & due)
+
+
+def test_a_block_without_progress_ends_in_an_error_not_an_endless_loop(tiny_model):
+    """The loop's own bound: ``block_length + 1`` forwards in a row without a commit is a clear error."""
+    model, spy = spied(tiny_model)
+    with pytest.raises(RuntimeError, match=r"'waiting' committed nothing in 9 forwards of block 0 .*force_progress"):
+        generate(model, [[5, 6, 7]], gen_length=16, block_length=8, controller=Waiting(every=0))
+    assert len(spy.calls) == 9
+    slow = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, controller=Waiting(every=8))
+    assert (slow.token_ids != MASK).all() and slow.nfe == 16 * 8            # 7 idle forwards a commit: allowed

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import Spy, prompts, random_model, seeded_net
+from conftest import prompts, random_model, seeded_net, spied
 
 import tspd
 from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs, step_graphs
-from tspd.models.loading import LoadedModel
 
 POLICIES = [("vanilla", {}, False), ("fast-dllm", {"threshold": 0.5}, False), ("tspd", "net", True),
             ("prophet", {}, False), ("credit", {}, True)]
@@ -50,8 +49,7 @@ def test_runner_is_reused_for_one_shape_and_reloads_positions_and_padding(tiny_m
 
 
 def test_runner_forwards_each_window_from_static_buffers(tiny_model):
-    spy = Spy(tiny_model.module)
-    model = LoadedModel(spy, special=tiny_model.special)
+    model, spy = spied(tiny_model)
     ps = prompts(2)
     generate(model, ps, gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
     runner = model.graphs
@@ -98,7 +96,6 @@ def test_the_runner_is_kept_by_the_loaded_model_and_never_on_the_network(tiny_mo
     run = dict(gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
     generate(tiny_model, prompts(2), **run)
     assert isinstance(tiny_model.graphs, StepGraphs) and "graphs" not in vars(tiny_model.module)
-    bare = tiny_model.module
-    bare.special = tiny_model.special       # a bare network with the ids attached still decodes (transition)
-    assert torch.equal(generate(bare, prompts(2), **run).token_ids, generate(tiny_model, prompts(2), **run).token_ids)
-    assert not any(isinstance(v, StepGraphs) for v in vars(bare).values())
+    assert not any(isinstance(v, StepGraphs) for v in vars(tiny_model.module).values())
+    with pytest.raises(TypeError, match="takes a LoadedModel"):   # a bare network, even with ids attached
+        generate(tiny_model.module, prompts(2), **run)

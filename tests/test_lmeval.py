@@ -209,6 +209,16 @@ def test_model_args_build_one_decode_config():
     assert own.decode.policy_kwargs == {} and own.eos_fill is False
     prophet = parse_model_args('{"policy": "prophet", "policy_kwargs": {"thresholds": [6.0, 4.0, 2.0]}}')
     assert prophet.decode.policy_kwargs == {"thresholds": [6.0, 4.0, 2.0]}
+    assert own.checkpoint is not None and own.checkpoint.path.name == "tiny-arith"   # opened once, loaded from
+
+
+def test_the_old_controller_key_still_works_for_one_release():
+    with pytest.warns(UserWarning, match="trained on the embedded"):
+        new = parse_model_args("policy=tspd,controller_weights=tiny-arith")
+    with pytest.warns(UserWarning, match="trained on the embedded"):
+        with pytest.warns(FutureWarning, match="controller= is deprecated.*controller_weights="):
+            old = parse_model_args("policy=tspd,controller=tiny-arith")
+    assert old.decode == new.decode and new.decode.policy_kwargs["weights"].endswith("controllers")
 
 
 @pytest.mark.parametrize("model_args, words", [

@@ -55,7 +55,7 @@ def test_sharded_checkpoint_matches_independent_reference(tmp_path):
     assert len(set(index["weight_map"].values())) > 2          # really sharded
     loaded = load_model(tmp_path)
     ids = torch.tensor([[1, 5, 9, 2, 39, 39, 39, 7]])
-    ref = reference_logits({k: v.float() for k, v in m.state_dict().items()}, m.config, ids)
+    ref = reference_logits({k: v.float() for k, v in m.module.state_dict().items()}, m.config, ids)
     torch.testing.assert_close(loaded(ids), ref, atol=1e-4, rtol=1e-4)
     assert loaded.special.mask == 39 and loaded.special.eos == 38
 

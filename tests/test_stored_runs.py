@@ -54,7 +54,7 @@ def mismatches(meta: dict, results_dir, scratch) -> list[str]:
     for line in (results_dir / f"{meta['key']}.jsonl").read_text().splitlines():
         row = json.loads(line)
         stored[row["id"]] = row
-    fresh = experiments.run(config, progress=False, results_dir=scratch)
+    fresh = experiments.result(config, progress=False, results_dir=scratch)
     out = []
     for row in fresh.samples:
         old = stored.get(row["id"])

@@ -110,7 +110,7 @@ def test_learned_controllers_accept_an_explicit_weights_path(model, traces, tmp_
         net, saved, _ = train(traces, ControllerTrainConfig(kind=kind, epochs=1), progress=False)
         save_controller(net, saved, tmp_path / f"my-{kind}")
         c = ctrl(weights=tmp_path / f"my-{kind}.safetensors")
-        out = generate(model, prompts(1), gen_length=GEN, block_length=BLOCK, policy=c)
+        out = generate(model, prompts(1), gen_length=GEN, block_length=BLOCK, controller=c)
         assert (out.token_ids != MASK).all()
 
 

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from tspd.decoding.controllers import weights
+from tspd.models.loading import LoadedModel
 from tspd.validate import UsageError
 
 
@@ -29,11 +30,11 @@ def test_a_stem_may_be_named_by_directory_file_or_stem(tmp_path):
 
 
 def test_the_default_stem_is_beside_the_model(tmp_path):
-    model = type("M", (), {"name_or_path": str(tmp_path)})()
+    model = LoadedModel(nn.Linear(1, 1), path=tmp_path)
     assert weights.controller_stem(model, "tspd") == tmp_path / "controllers" / "tspd"
     assert weights.controller_stem(model, "tspd", tmp_path / "elsewhere.json") == tmp_path / "elsewhere"
     with pytest.raises(FileNotFoundError, match="pass weights=PATH"):
-        weights.controller_stem(nn.Linear(1, 1), "tspd")
+        weights.controller_stem(LoadedModel(nn.Linear(1, 1)), "tspd")     # a model of no directory
 
 
 def test_learned_policies_are_checked_before_any_weights_load(tmp_path):

@@ -36,11 +36,12 @@ import torch
 
 from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
-from tspd.decoding.loop import CACHE_MODES, generate
+from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs
 from tspd.models.loading import LoadedModel, SpecialTokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.provenance import device_name
+from tspd.validate import CACHE_MODES
 
 # LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
 SHAPES = {

@@ -6,7 +6,7 @@ import json
 from tspd.decoding.config import DecodeConfig, add_decode_arguments
 from tspd.decoding.controllers.weights import check_controller_files
 from tspd.eval.tasks import render_prompt
-from tspd.models.loading import add_model_arguments, load_model, read_config, resolve_path
+from tspd.models.loading import Checkpoint, add_model_arguments, load_model
 from tspd.validate import UsageError, check_device, check_dtype
 
 
@@ -29,23 +29,24 @@ def format_prompt(tokenizer, text: str, chat: str) -> str:
     return render_prompt(text, tokenizer, {"on": True, "off": False}.get(chat))
 
 
-def check(args) -> DecodeConfig:
-    """Every argument checked before the weights load (they take minutes for an 8B model); the decoding
-    asked for, with the checkpoint's window where none is given."""
+def check(args) -> tuple[Checkpoint, DecodeConfig]:
+    """Every argument checked before the weights load (they take minutes for an 8B model): the checkpoint
+    (opened once: a directory with a config.json of a known architecture) and the decoding asked for, with
+    the checkpoint's window where none is given."""
     if not args.prompt.strip():
         raise UsageError("empty prompt: pass the question text with --prompt")
     check_device(args.device)
     check_dtype(args.dtype)
-    read_config(resolve_path(args.model))             # a directory with a config.json of a known architecture
-    decode = DecodeConfig.from_args(args).resolved(args.model)
-    check_controller_files(args.model, decode.policy, decode.policy_kwargs)
-    return decode
+    checkpoint = Checkpoint.open(args.model)
+    decode = DecodeConfig.from_args(args).resolved(checkpoint)
+    check_controller_files(checkpoint, decode.policy, decode.policy_kwargs)
+    return checkpoint, decode
 
 
 def main(args) -> int:
     from tspd.decoding.loop import generate
-    decode = check(args)
-    model = load_model(args.model, device=args.device, dtype=args.dtype)
+    checkpoint, decode = check(args)
+    model = load_model(checkpoint, device=args.device, dtype=args.dtype)
     prompt = format_prompt(model.tokenizer, args.prompt, args.chat)
     out = generate(model, [prompt], decode, truncate_prompt=args.truncate_prompt)
     if args.json:

@@ -8,6 +8,7 @@ so that the pages look alike; :func:`pareto_front` marks the speed-accuracy fron
 """
 from __future__ import annotations
 
+import importlib.util
 import random
 import warnings
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, Mapping
 
 import torch
 
-from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, run
+from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, result
 from tspd.provenance import device_name
 from tspd.models.loading import decode_lengths
 
@@ -56,7 +57,10 @@ def agreement(reference: RunResult, run: RunResult) -> dict:
     ``n``, ``identical output (%)`` (the same text) and ``identical answer (%)`` (the same extracted answer)."""
     by_id = {s["id"]: s for s in run.samples}
     pairs = [(s, by_id[s["id"]]) for s in reference.samples if s["id"] in by_id]
-    same = lambda f: 100.0 * sum(a.get(f) == b.get(f) for a, b in pairs) / max(len(pairs), 1)  # noqa: E731
+
+    def same(name: str) -> float:
+        return 100.0 * sum(a.get(name) == b.get(name) for a, b in pairs) / max(len(pairs), 1)
+
     return {"n": len(pairs), "identical output (%)": same("output"), "identical answer (%)": same("extracted")}
 
 
@@ -70,10 +74,9 @@ def paper_rows(table_id: str, **where) -> list[dict]:
 
 def progress_bar(*args, **kwargs):
     """tqdm's notebook widget where ipywidgets is installed (JupyterLab), its text bar elsewhere."""
-    try:
-        import ipywidgets  # noqa: F401
+    if importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.auto import tqdm
-    except ImportError:
+    else:
         from tqdm import tqdm
     return tqdm(*args, **kwargs)
 
@@ -142,7 +145,7 @@ def measure(configs: dict[str, RunConfig], results_dir: str | Path | None = None
     bar = progress_bar(configs.items(), total=len(configs), desc="runs", unit="run", disable=not progress)
     for label, cfg in bar:
         bar.set_postfix_str(label)
-        out[label] = run(cfg, progress=False, results_dir=results_dir)
+        out[label] = result(cfg, progress=False, results_dir=results_dir)
     bar.close()
     return out
 

@@ -4,10 +4,11 @@
 - :mod:`tspd.decoding.loop`: ``generate()``, block-wise masked denoising with a pluggable controller, and
   the pieces it reads like Algorithm 1 with: :mod:`~tspd.decoding.canvas` (the canvas X),
   :mod:`~tspd.decoding.window` (one forward over the window the cache needs), :mod:`~tspd.decoding.history`
-  (the trace buffer H), :mod:`~tspd.decoding.recorder` (``record_trace``), :mod:`~tspd.decoding.clock` (``profile``)
+  (the per-token state H), :mod:`~tspd.decoding.recorder` (``record_trace``: the decoding's trace),
+  :mod:`~tspd.decoding.clock` (``profile``)
 - :mod:`tspd.decoding.controllers`: vanilla, Fast-dLLM, Prophet, Learn2PD, Credit Decoding, EGP, TSPD
 - :mod:`tspd.decoding.extrapolate`: Confidence Extrapolation (Section 3.3)
-- :mod:`tspd.decoding.features`: per-step statistics and traces the controllers read
+- :mod:`tspd.decoding.features`: per-step statistics and their running averages, what the controllers read
 - :mod:`tspd.decoding.schedule`: LLaDA's fixed tokens-per-step schedule
 - :mod:`tspd.decoding.graphs`: the CUDA-graph fast path
 

@@ -56,7 +56,7 @@ def prompt_ids(model, prompts, tokenizer, add_special_tokens: bool) -> tuple[tor
     if not prompts:
         raise ValueError("no prompts given")
     if isinstance(prompts[0], str):
-        tokenizer = tokenizer or getattr(model, "tokenizer", None)
+        tokenizer = tokenizer or model.tokenizer
         if tokenizer is None:
             raise ValueError("string prompts need a tokenizer (the model directory has none)")
         seqs = [tokenizer(p, add_special_tokens=add_special_tokens, verbose=False)["input_ids"] for p in prompts]

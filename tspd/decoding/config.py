@@ -17,14 +17,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from tspd.decoding.controllers import REGISTRY, check_policy
 from tspd.decoding.controllers.weights import controller_weights
-from tspd.options import add_dataclass_arguments, as_key_values, key_values
+from tspd.decoding.extrapolate import CEConfig
+from tspd.options import add_dataclass_arguments, add_deprecated_alias, as_key_values, key_values
 from tspd.validate import CACHE_MODES, UsageError, check_lengths
 
 CONFIDENCE_DTYPES = ("float32", "float64", "bfloat16")
@@ -48,16 +49,20 @@ def canonical(obj: dict | None, what: str, strict: bool = True) -> dict:
 
 def _without_ce_defaults(kwargs: dict) -> dict:
     """CE settings minus those equal to CEConfig's defaults, so equal decodings compare equal."""
-    from tspd.decoding.extrapolate import CEConfig
     defaults = dataclasses.asdict(CEConfig())
     return {k: v for k, v in kwargs.items() if k not in defaults or defaults[k] != v}
 
 
+def _set(obj, name: str, value) -> None:
+    """Set a field of a frozen dataclass while it is being built (its ``__post_init__``)."""
+    object.__setattr__(obj, name, value)
+
+
 @dataclass(frozen=True)
 class DecodeConfig:
-    policy: Any = "vanilla"            # decoding controller (tspd.decoding.controllers.REGISTRY name, or a ready Controller)
+    policy: str = "vanilla"            # decoding controller, by name (tspd.decoding.controllers.REGISTRY)
     policy_kwargs: dict = field(default_factory=dict)  # the controller's settings (threshold, weights, ...)
-    ce: Any = False                    # Confidence Extrapolation (Section 3.3): False, True, or a ready extrapolator
+    ce: bool = False                   # Confidence Extrapolation (Section 3.3) on or off
     ce_kwargs: dict = field(default_factory=dict)      # CEConfig overrides; defaults dropped, so equal CEs compare equal
     cache: str = "none"                # KV cache: none | prefix | dual (Fast-dLLM's; Table 4)
     gen_length: int | None = None      # generated positions (default: the checkpoint's own; 256 for LLaDA-8B)
@@ -69,23 +74,26 @@ class DecodeConfig:
     fast: bool = False                 # replay window forwards from CUDA graphs (tspd.decoding.graphs); same tokens
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
-        if isinstance(self.ce, dict):          # ce={...}: CE on, with these settings
-            set_("ce_kwargs", {**self.ce, **self.ce_kwargs})
-            set_("ce", True)
-        instance = lambda x: not isinstance(x, (bool, str))  # noqa: E731
-        set_("policy_kwargs", canonical(self.policy_kwargs, "policy_kwargs", strict=False))
-        if instance(self.ce):
-            set_("ce_kwargs", dict(self.ce_kwargs or {}))
-        else:
-            set_("ce", bool(self.ce))
-            ce_kwargs = canonical(self.ce_kwargs, "ce_kwargs", strict=False)
-            set_("ce_kwargs", _without_ce_defaults(ce_kwargs) if self.ce else {})
+        if not isinstance(self.policy, str):
+            raise UsageError(f"policy is a controller's name ({', '.join(REGISTRY)}), not a "
+                             f"{type(self.policy).__name__}: decode with a ready Controller through "
+                             "generate(..., controller=...)")
+        if isinstance(self.ce, (dict, CEConfig)):   # the settings given whole: deprecated (issue 35)
+            warnings.warn("DecodeConfig(ce=<CE settings>) is deprecated: pass ce=True, ce_kwargs={...}",
+                          DeprecationWarning, stacklevel=4)
+            whole = dataclasses.asdict(self.ce) if isinstance(self.ce, CEConfig) else dict(self.ce)
+            _set(self, "ce_kwargs", {**whole, **(self.ce_kwargs or {})})
+            _set(self, "ce", True)
+        if not isinstance(self.ce, bool):
+            raise UsageError(f"ce is True or False (its settings go in ce_kwargs), not a {type(self.ce).__name__}")
+        _set(self, "policy_kwargs", canonical(self.policy_kwargs, "policy_kwargs", strict=False))
+        ce_kwargs = canonical(self.ce_kwargs, "ce_kwargs", strict=False)
+        _set(self, "ce_kwargs", _without_ce_defaults(ce_kwargs) if self.ce else {})
         if self.cache not in CACHE_MODES:
             raise UsageError(f"cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.temperature < 0:
             raise UsageError(f"temperature must be >= 0, got {self.temperature}")
-        set_("confidence_dtype", str(self.confidence_dtype).replace("torch.", ""))
+        _set(self, "confidence_dtype", str(self.confidence_dtype).replace("torch.", ""))
         dtype = getattr(torch, self.confidence_dtype, None)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise UsageError(f"unknown confidence_dtype {self.confidence_dtype!r}: use float32, float64 or bfloat16")
@@ -104,17 +112,18 @@ class DecodeConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "DecodeConfig":
         """The decoding a command line asks for (:func:`add_decode_arguments`; options a command left
-        out keep their defaults). ``--threshold`` and ``--controller`` join the policy's settings."""
-        get = lambda name, default=None: getattr(args, name, default)  # noqa: E731
-        policy = get("policy", "vanilla")
-        policy_kwargs = key_values(get("policy_arg"), "--policy-arg")
-        if get("controller"):
-            policy_kwargs["weights"] = controller_weights(args.controller, policy)
-        plain = {name: getattr(args, name) for name in _PLAIN if hasattr(args, name)}
-        if get("ce_arg") and not get("ce", False):
+        out keep their defaults). ``--threshold`` and ``--controller-weights`` join the policy's settings."""
+        given = vars(args)
+        policy = given.get("policy", "vanilla")
+        policy_kwargs = key_values(given.get("policy_arg"), "--policy-arg")
+        if given.get("controller_weights"):
+            policy_kwargs["weights"] = controller_weights(given["controller_weights"], policy)
+        plain = {name: given[name] for name in _PLAIN if name in given}
+        ce = given.get("ce", False)
+        if given.get("ce_arg") and not ce:
             raise UsageError("--ce-arg given without --ce: add --ce, or drop the CE settings")
-        return cls.of(policy=policy, policy_kwargs=policy_kwargs, threshold=get("threshold"), ce=get("ce", False),
-                      ce_kwargs=key_values(get("ce_arg"), "--ce-arg"), **plain)
+        return cls.of(policy=policy, policy_kwargs=policy_kwargs, threshold=given.get("threshold"), ce=ce,
+                      ce_kwargs=key_values(given.get("ce_arg"), "--ce-arg"), **plain)
 
     def replace(self, **changes) -> "DecodeConfig":
         """A copy with ``changes``; a new ``gen_length`` brings its own default ``steps`` (one token per
@@ -145,18 +154,14 @@ class DecodeConfig:
         return self.gen_length // self.block_length
 
     def to_dict(self) -> dict:
-        """The settings as plain values (a Controller or extrapolator instance appears by class name)."""
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("policy", "ce"):
-            if not isinstance(d[name], (bool, str)):
-                d[name] = type(d[name]).__name__
-        return d
+        """The settings as plain values."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 # ------------------------------------------------------------------------------------------------
 # The command line: one set of decoding options for every command
 # ------------------------------------------------------------------------------------------------
-POLICY_OPTIONS = ("policy", "policy_arg", "threshold", "controller")   # what a command with its own policy skips
+POLICY_OPTIONS = ("policy", "policy_arg", "threshold", "controller_weights")   # what a command with its own policy skips
 
 
 def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
@@ -174,10 +179,11 @@ def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] 
     if "threshold" not in skip:
         parser.add_argument("--threshold", type=float, default=None,
                             help="confidence threshold of a threshold policy (sugar for --policy-arg threshold=...)")
-    if "controller" not in skip:
-        parser.add_argument("--controller", default=None,
+    if "controller_weights" not in skip:
+        parser.add_argument("--controller-weights", default=None,
                             help="trained tspd / learn2pd controller: a directory or weights stem (default: the one "
                                  "in <model>/controllers/), or an embedded model's name to borrow its controller")
+        add_deprecated_alias(parser, "--controller", "--controller-weights")
     if "ce" not in skip:
         parser.add_argument("--ce", action=argparse.BooleanOptionalAction, default=DecodeConfig.ce,
                             help="Confidence Extrapolation (paper Section 3.3)")
@@ -188,10 +194,7 @@ def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] 
 
 
 def decode_options(config: DecodeConfig) -> list[str]:
-    """The command-line options :meth:`DecodeConfig.from_args` reads back as ``config`` (its settings
-    by name: a Controller or extrapolator instance has no command line)."""
-    if not isinstance(config.policy, str) or not isinstance(config.ce, bool):
-        raise UsageError("a ready Controller or extrapolator instance has no command line")
+    """The command-line options :meth:`DecodeConfig.from_args` reads back as ``config``."""
     out = ["--policy", config.policy]
     for item in as_key_values(config.policy_kwargs):
         out += ["--policy-arg", item]

@@ -31,7 +31,7 @@ What the controller sees (choices of this implementation, documented here once):
 
 The state lives per generated position for the whole generation; a position is updated only at
 steps where it is observed (it is in the current block) and still masked. When a position's top-1
-token changes (``reset_on_flip``), its trace restarts: the trend of a different token says nothing.
+token changes (``reset_on_flip``), its filter restarts: the trend of a different token says nothing.
 Everything is vectorised over [B, L] and over horizons; there is no Python loop over tokens.
 """
 from __future__ import annotations
@@ -59,10 +59,10 @@ class CEConfig:
     q_level: float = 0.05     # process noise of the level per step (log-odds^2): jitter of the trace
     q_vel: float = 0.01       # process noise of the velocity: how fast a trend may bend (0.1/step std)
     r: float = 0.25           # observation noise (log-odds^2): a 0.5 std step-to-step wobble
-    p_vel0: float = 1.0       # prior variance of the velocity at a trace's first observation
+    p_vel0: float = 1.0       # prior variance of the velocity at a filter's first observation
     eps: float = 1e-6         # confidences are clamped to [eps, 1 - eps] so log-odds stay finite (|y| <= 13.8)
     u_scale: float = 4.0      # sigma (log-odds) at which u = 1 - 1/e: spreads u over the sigmas seen (0.3-8)
-    reset_on_flip: bool = True  # restart a trace when the position's top-1 token changes
+    reset_on_flip: bool = True  # restart a position's filter when its top-1 token changes
 
     def __post_init__(self):
         if self.signal not in SIGNALS:
@@ -246,21 +246,3 @@ def replay(trace, config: CEConfig, block_length: int, before=None) -> Replay:
         reproduced &= torch.allclose(seen.float(), trace.seen_conf[s][:, sl], atol=1e-6)
         observed[s][:, sl], state[s], lifted[s][:, sl] = masked, ext.state, ext.last_h > 0
     return Replay(observed, state, lifted, bool(reproduced))
-
-
-def make_extrapolator(ce, **kwargs) -> ConfidenceExtrapolator:
-    """``ce`` = True (defaults), a dict or :class:`CEConfig` of settings, or a ready extrapolator.
-
-    Extra ``kwargs`` (``generate``'s ``ce_kwargs``) override the settings.
-    """
-    if hasattr(ce, "update") and hasattr(ce, "reset"):
-        if kwargs:
-            raise ValueError("ce_kwargs given together with a ready extrapolator instance")
-        return ce
-    if ce is True:
-        return ConfidenceExtrapolator(CEConfig(**kwargs))
-    if isinstance(ce, CEConfig):
-        return ConfidenceExtrapolator(ce, **kwargs)
-    if isinstance(ce, dict):
-        return ConfidenceExtrapolator(CEConfig(**{**ce, **kwargs}))
-    raise TypeError(f"ce must be True, a dict, a CEConfig or an extrapolator, got {type(ce).__name__}")

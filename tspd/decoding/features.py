@@ -1,4 +1,4 @@
-"""Per-token statistics of one denoising step, and their running traces.
+"""Per-token statistics of one denoising step, and their running averages over the steps.
 
 Step-local (paper Section 3.2, Eq. 2): top-1 candidate, its confidence c = max_v p(v), predictive
 entropy H = -sum_v p log p, top-1/top-2 probability margin and raw logit gap.
@@ -52,7 +52,7 @@ def step_stats(logits: torch.Tensor, temperature: float = 0.0, dtype: torch.dtyp
     )
 
 
-class TraceState:
+class SmoothedConfidence:
     """EWMA confidence and momentum per canvas position, updated only where a step observed it."""
 
     def __init__(self, batch: int, length: int, device, alpha: float = 0.25):
@@ -65,7 +65,7 @@ class TraceState:
         """Fold in the confidences ``conf`` [B, W] of canvas positions [start, start + W).
 
         ``rows`` [B] bool: only these rows observed the step (a row that already finished the block
-        idles while others decode; its traces must not depend on the rest of the batch).
+        idles while others decode; its averages must not depend on the rest of the batch).
         """
         sl = slice(start, start + conf.shape[1])
         prev, seen = self.ewma[:, sl], self.seen[:, sl]

@@ -13,8 +13,8 @@ tokens into the static canvas, replays, and returns a copy of the logits (the st
 overwritten by the next replay). A loaded model keeps the runner of its last canvas shape in its
 ``graphs`` field (:class:`tspd.models.loading.LoadedModel`, :func:`step_graphs`): ``generate`` calls with
 the same batch size, canvas length, cache mode and padding reuse its graphs, a different shape replaces
-it. A bare network has no such field and gets a new runner per call. Graphs are captured lazily, the first time a window is used (two warm-up forwards and a
-capture each), so a new shape costs a few extra forwards once.
+it. Graphs are captured lazily, the first time a window is used (two warm-up forwards and a capture
+each), so a new shape costs a few extra forwards once.
 
 A backbone whose forward synchronises with the host cannot be captured (``graph_capturable = False``:
 LLaDA-MoE, whose expert routing reads group sizes on the host); it runs the static path eagerly.
@@ -33,8 +33,8 @@ class StepGraphs:
     """Window forwards of one canvas shape, replayed from CUDA graphs.
 
     Args:
-        model: any backbone with the ``forward(ids, attention_mask, position_ids, cache, offset,
-            logits_from)`` contract of :class:`tspd.LLaDAModelLM`.
+        model: a :class:`~tspd.models.loading.LoadedModel` whose network has the ``forward(ids,
+            attention_mask, position_ids, cache, offset, logits_from)`` contract of :class:`tspd.LLaDAModelLM`.
         batch, length: the canvas shape [B, T] (prompt + generated region).
         cached: whether forwards use a KV cache (``generate``'s ``cache`` is ``prefix`` or ``dual``).
         padded: whether the batch has left padding (then an attention mask is passed).
@@ -42,13 +42,13 @@ class StepGraphs:
         warmup: eager forwards on a side stream before a capture (cuBLAS and allocator warm-up).
     """
 
-    def __init__(self, model, batch: int, length: int, cached: bool, padded: bool,
+    def __init__(self, model: LoadedModel, batch: int, length: int, cached: bool, padded: bool,
                  capture: bool | None = None, warmup: int = 2):
         dev = model.device
         self.model, self.key = model, (batch, length, cached, padded)
         self.capture = default_capture(model) if capture is None else capture
-        if self.capture and not getattr(model, "graph_capturable", True):
-            raise ValueError(f"{type(model).__name__}'s forward synchronises with the host, it cannot be captured")
+        if self.capture and not model.graph_capturable:
+            raise ValueError(f"{type(model.module).__name__}'s forward synchronises with the host, it cannot be captured")
         if self.capture and dev.type != "cuda":
             raise ValueError(f"CUDA graphs need a CUDA device, the model is on {dev}")
         self.warmup = warmup
@@ -95,23 +95,19 @@ class StepGraphs:
         return out.clone()
 
 
-def default_capture(model) -> bool:
+def default_capture(model: LoadedModel) -> bool:
     """Capture on a CUDA device, unless the backbone's forward synchronises (LLaDA-MoE's routing)."""
-    return model.device.type == "cuda" and getattr(model, "graph_capturable", True)
+    return model.device.type == "cuda" and model.graph_capturable
 
 
-def step_graphs(model, batch: int, length: int, cached: bool, padded: bool,
+def step_graphs(model: LoadedModel, batch: int, length: int, cached: bool, padded: bool,
                 capture: bool | None = None) -> StepGraphs:
-    """The model's runner for this canvas shape: its kept one when the shape matches, else a new one
-    (kept in place of the old one where the model has a ``graphs`` field)."""
-    keeps = isinstance(model, LoadedModel)
-    runner = model.graphs if keeps else None
+    """The model's runner for this canvas shape: its kept one (``model.graphs``) when the shape matches,
+    else a new one, kept in place of the old one."""
+    runner = model.graphs
     key = (batch, length, cached, padded)
     want = default_capture(model) if capture is None else capture
     if runner is None or runner.key != key or runner.capture != want:
-        if keeps:
-            model.graphs = None           # free the old graphs before capturing new ones
-        runner = StepGraphs(model, batch, length, cached, padded, capture=want)
-        if keeps:
-            model.graphs = runner
+        model.graphs = None               # free the old graphs before capturing new ones
+        runner = model.graphs = StepGraphs(model, batch, length, cached, padded, capture=want)
     return runner

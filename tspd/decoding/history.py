@@ -1,14 +1,15 @@
-"""The per-token trace buffer H of paper Algorithm 1 (``H <- update(H, p)``), one per ``generate`` call.
+"""The per-token state H of paper Algorithm 1 (``H <- update(H, p)``), one per ``generate`` call.
 
 For every generated position it keeps what the latest forward that covered it said: the candidate
 token, its confidence and logit gap (what Prophet and Learn2PD's End-of-Text Prediction read beyond the
-current block), plus the EWMA confidence and its momentum (Appendix A.3, :class:`TraceState`).
+current block), plus the EWMA confidence and its momentum (Appendix A.3, :class:`SmoothedConfidence`).
+(What a whole decoding went through, step by step, is its trace: :mod:`tspd.decoding.recorder`.)
 """
 from __future__ import annotations
 
 import torch
 
-from tspd.decoding.features import StepStats, TraceState, relative_position
+from tspd.decoding.features import SmoothedConfidence, StepStats, relative_position
 
 
 class History:
@@ -18,7 +19,7 @@ class History:
         self.x0 = torch.full((batch, gen_length), mask_id, dtype=torch.long, device=device)
         self.conf = torch.zeros(batch, gen_length, device=device)
         self.gap = torch.zeros(batch, gen_length, device=device)
-        self.traces = TraceState(batch, gen_length, device)
+        self.smoothed = SmoothedConfidence(batch, gen_length, device)
         self.phi = relative_position(block_length, device)
         self.block_length = block_length
 
@@ -27,12 +28,12 @@ class History:
         self.x0[:, lo:hi] = st.x0
         self.conf[:, lo:hi] = st.conf.float()
         self.gap[:, lo:hi] = st.logit_gap.float()
-        self.traces.update(lo, st.conf, rows=active)
+        self.smoothed.update(lo, st.conf, rows=active)
 
     def around(self, start: int) -> dict:
         """What a :class:`tspd.decoding.controllers.StepView` reads of H for the block at ``start``."""
         end = start + self.block_length
-        return dict(ewma=self.traces.ewma[:, start:end], momentum=self.traces.momentum[:, start:end], phi=self.phi,
+        return dict(ewma=self.smoothed.ewma[:, start:end], momentum=self.smoothed.momentum[:, start:end], phi=self.phi,
                     canvas_x0=self.x0, canvas_conf=self.conf, canvas_gap=self.gap)
 
 

@@ -26,13 +26,13 @@ import torch
 from tspd.decoding.canvas import Canvas, prepare_canvas
 from tspd.decoding.clock import PhaseClock
 from tspd.decoding.config import DecodeConfig
-from tspd.decoding.controllers import Decision, StepView, make_controller
+from tspd.decoding.controllers import Controller, Decision, StepView, make_controller
 from tspd.decoding.features import step_stats
 from tspd.decoding.history import History, block_stats
 from tspd.decoding.recorder import Trace, TraceRecorder
 from tspd.decoding.schedule import num_transfer_tokens
 from tspd.decoding.window import WindowForward
-from tspd.validate import CACHE_MODES  # noqa: F401 (re-exported)
+from tspd.models.loading import LoadedModel
 
 
 @dataclass
@@ -102,24 +102,25 @@ class StepCounts:
 
 
 @torch.no_grad()
-def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=None, record_trace: bool = False,
-             add_special_tokens: bool = False, profile: bool = False, truncate_prompt: bool = False,
-             **overrides) -> Generation:
+def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *, controller: Controller | None = None,
+             tokenizer=None, record_trace: bool = False, add_special_tokens: bool = False, profile: bool = False,
+             truncate_prompt: bool = False, **overrides) -> Generation:
     """Decode ``prompts`` with a masked diffusion LM, block by block (paper Algorithm 1).
 
-    ``model`` is a loaded model (``tspd.load_model``); ``prompts`` are strings (tokenized with
-    ``tokenizer`` or the model's), id lists or a [B, P] id tensor, left-padded into one batch.
+    ``model`` is a :class:`~tspd.models.loading.LoadedModel` (``tspd.load_model``); ``prompts`` are strings
+    (tokenized with ``tokenizer`` or the model's), id lists or a [B, P] id tensor, left-padded into one batch.
     ``config`` is the decoding (:class:`DecodeConfig`; None: vanilla LLaDA, one token per step over the
     checkpoint's own window) and ``overrides`` change its fields for this call (``cache="dual"``,
-    ``threshold=0.9``). ``record_trace`` returns per-step traces (:class:`Trace`); ``profile`` splits the
-    wall time by phase (it synchronises the device: leave it off to measure throughput);
-    ``truncate_prompt`` keeps the last tokens of a prompt too long for the model instead of refusing it.
-    Bad arguments raise :class:`tspd.validate.UsageError` before any decoding.
+    ``threshold=0.9``). ``controller``: a ready :class:`Controller` in place of the config's policy (one
+    built in memory, or wrapped to record what it sees). ``record_trace`` returns per-step traces
+    (:class:`Trace`); ``profile`` splits the wall time by phase (it synchronises the device: leave it off
+    to measure throughput); ``truncate_prompt`` keeps the last tokens of a prompt too long for the model
+    instead of refusing it. Bad arguments raise :class:`tspd.validate.UsageError` before any decoding.
     """
-    cfg = DecodeConfig.of(config, **overrides).resolved(model)
+    cfg = DecodeConfig.of(config, **overrides).resolved(_loaded(model))
     L, Lb, n_blocks, spb = cfg.gen_length, cfg.block_length, cfg.num_blocks, cfg.steps // cfg.num_blocks
     conf_dtype, special, device = getattr(torch, cfg.confidence_dtype), model.special, model.device
-    controller, extrapolator = make_controller(cfg.policy, **cfg.policy_kwargs), _extrapolator(cfg)
+    controller, extrapolator = controller or make_controller(cfg.policy, **cfg.policy_kwargs), _extrapolator(cfg)
     generator = torch.Generator(device).manual_seed(cfg.seed) if cfg.seed is not None and cfg.temperature > 0 else None
     t0 = time.perf_counter()
     canvas = prepare_canvas(model, prompts, L, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
@@ -138,10 +139,11 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
         gs = s - P
         quota = num_transfer_tokens(canvas.masked(s, e).sum(-1), spb)   # LLaDA's tokens per step
         controller.start_block(b)
+        end = BlockEnd(controller, b, spb, Lb)
         for i in itertools.count():                            # until the block has no MASK (if sum F = L: break)
             masked = canvas.masked(s, e)
             active = masked.any(-1)
-            if (i >= spb) if controller.fixed_schedule else not active.any():
+            if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
                 break
             w0, w1, g0 = forward.window(s, e, first=i == 0)
             clock.start()
@@ -172,8 +174,7 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     gen = canvas.gen.cpu()
-    return Generation(token_ids=gen, texts=decode_texts(tokenizer or getattr(model, "tokenizer", None), gen,
-                                                        special.stop_ids()),
+    return Generation(token_ids=gen, texts=decode_texts(tokenizer or model.tokenizer, gen, special.stop_ids()),
                       nfe=counts.nfe, nfe_per_sample=counts.rows.tolist(), seconds=time.perf_counter() - t0,
                       prompt_length=P, trace=recorder.trace() if recorder else None,
                       steps_per_block=counts.blocks.tolist(), truncated=canvas.truncated,
@@ -181,12 +182,48 @@ def generate(model, prompts, config: DecodeConfig | None = None, *, tokenizer=No
                       **clock.seconds())
 
 
+def _loaded(model) -> LoadedModel:
+    """``model`` if it is a :class:`LoadedModel`; a bare network is refused with the fix."""
+    if not isinstance(model, LoadedModel):
+        raise TypeError(f"generate takes a LoadedModel (tspd.load_model, or LoadedModel(network, tokenizer, "
+                        f"special) for a network built in memory), not a {type(model).__name__}")
+    return model
+
+
+class BlockEnd:
+    """When a block's steps end: LLaDA's fixed schedule after ``steps_per_block`` forwards, every other
+    controller once the block has no MASK left.
+
+    A block whose masks have not shrunk in ``block_length + 1`` forwards in a row raises instead of
+    looping forever (a controller with ``force_progress = False`` that never commits). Counting the masks
+    left is the step's one wait for the device, as testing whether any is left was.
+    """
+
+    def __init__(self, controller: Controller, block: int, steps_per_block: int, block_length: int):
+        self.controller, self.block, self.steps_per_block = controller, block, steps_per_block
+        self.patience, self.left, self.idle = block_length + 1, None, 0
+
+    def reached(self, step: int, masked: torch.Tensor) -> bool:
+        if self.controller.fixed_schedule:
+            return step >= self.steps_per_block
+        left = int(masked.sum())
+        if left == 0:
+            return True
+        self.idle = self.idle + 1 if self.left is not None and left >= self.left else 0
+        self.left = left
+        if self.idle >= self.patience:
+            raise RuntimeError(f"controller {self.controller.name!r} committed nothing in {self.idle} forwards of "
+                               f"block {self.block} ({left} masked positions left): a controller that sets "
+                               f"force_progress = False must commit within block_length + 1 forwards")
+        return False
+
+
 def _extrapolator(cfg: DecodeConfig):
     """The Confidence Extrapolator a decoding asks for (Section 3.3), or None."""
     if not cfg.ce:
         return None
-    from tspd.decoding.extrapolate import make_extrapolator
-    return make_extrapolator(cfg.ce, **cfg.ce_kwargs)
+    from tspd.decoding.extrapolate import CEConfig, ConfidenceExtrapolator
+    return ConfidenceExtrapolator(CEConfig(**cfg.ce_kwargs))
 
 
 def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, force_progress: bool) -> torch.Tensor:
@@ -200,15 +237,15 @@ def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, f
     x, P, mask_id = canvas.x, canvas.prompt_length, canvas.mask_id
     L_gen = x.shape[1] - P
     masked = view.masked
-    commit = decision.commit & masked
+    chosen = decision.commit & masked
     if force_progress:
-        stalled = masked.any(-1) & ~commit.any(-1)
+        stalled = masked.any(-1) & ~chosen.any(-1)
         best = view.conf.masked_fill(~masked, float("-inf")).argmax(-1, keepdim=True)
         slot = torch.arange(masked.shape[1], device=x.device)
-        commit = commit | (stalled[:, None] & (slot[None, :] == best))
+        chosen = chosen | (stalled[:, None] & (slot[None, :] == best))
     tokens = decision.tokens if decision.tokens is not None else view.x0
     before = x[:, P:] == mask_id
-    x[:, s:e] = torch.where(commit, tokens, x[:, s:e])
+    x[:, s:e] = torch.where(chosen, tokens, x[:, s:e])
     if decision.finish is not None:
         gen = x[:, P:]
         x[:, P:] = torch.where(decision.finish[:, None] & (gen == mask_id), view.canvas_x0, gen)

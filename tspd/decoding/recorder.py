@@ -1,5 +1,12 @@
-"""Per-step, per-token traces of a ``generate`` call (``record_trace=True``): what the book's trace
-figures (paper Figures 1-4) and the CE and cache diagnostics read."""
+"""The trace of a ``generate`` call (``record_trace=True``): what the book's trace figures (paper
+Figures 1-4) and the CE and cache diagnostics read.
+
+In this package a *trace* is always this: what a decoding went through, position by position and step
+by step (the paper's confidence traces). Stage 1 of controller training collects traces of the same
+kind as training data (:mod:`tspd.training.traces`, ``collect-traces``) and the claims about Figures
+1-4 read them (:mod:`tspd.book.claims.traces`); the running EWMA a controller reads is not one
+(:class:`tspd.decoding.features.SmoothedConfidence`), nor is CE's per-position filter.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -2,7 +2,7 @@
 
 A :class:`RunConfig` names everything that changes what a benchmark run produces (model, task,
 decoding policy and its settings, CE, cache, lengths, seed, device, dtype, batch size). Its ``key``
-is a short hash of those fields. :func:`run` keeps the results of one key in ``results_dir``::
+is a short hash of those fields. :func:`result` keeps the results of one key in ``results_dir``::
 
     <key>.jsonl          per-sample rows written by the evaluation harness (:mod:`tspd.eval.harness`):
                          id, correct, output, nfe, seconds, gen_tokens, reason, extracted, batch timing
@@ -12,7 +12,7 @@ is a short hash of those fields. :func:`run` keeps the results of one key in ``r
 
 If the file already holds every requested sample, nothing is computed and no model is loaded; if it
 holds some, only the missing ones are (a killed run resumes where it stopped). The computing is done
-by ``tspd.eval.harness.run``, the same code as ``python -m tspd eval``, so a GPU run started from the
+by ``tspd.eval.harness.evaluate``, the same code as ``python -m tspd eval``, so a GPU run started from the
 shell with ``--out results/runs/<key>.jsonl`` (see :func:`eval_command`) fills the file a notebook
 reads. ``limit`` is deliberately not part of the key: the first 50 samples are a prefix of the whole
 split, so a larger ``limit`` extends the same file and a smaller one reads a prefix of it.
@@ -43,17 +43,16 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from tspd.decoding.config import decode_options
 from tspd.decoding.loop import generate
-from tspd.eval import harness as evaluate
-from tspd.eval.job import KEY_VERSION, EvalJob, EvalOptions, RunConfig  # noqa: F401 (KEY_VERSION re-exported)
+from tspd.eval import harness
+from tspd.eval.job import EvalJob, EvalOptions, RunConfig
 from tspd.eval.results import ResultsError, ResultsFile, summarize
 from tspd.eval.tasks import get_task
-from tspd.models.loading import load_model, resolve_path
+from tspd.models.loading import Checkpoint, CheckpointError, LoadedModel, load_model
 from tspd.provenance import REPO_ROOT, device_name, git_revision
 
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results" / "runs"
@@ -96,13 +95,15 @@ class RunResult:
 # ------------------------------------------------------------------------------------------------
 # Models, tasks, devices
 # ------------------------------------------------------------------------------------------------
-_MODELS: "OrderedDict[tuple, Any]" = OrderedDict()
-_TASKS: dict[tuple, Any] = {}
+_MODELS: "OrderedDict[tuple, LoadedModel]" = OrderedDict()
+_TASKS: dict[str, object] = {}
 
 
-def get_model(model: str, device: str = "cpu", dtype: str | None = None):
-    """A loaded model, cached per process by (model, device, dtype); the least recent is evicted."""
-    key = (model, device, dtype)
+def get_model(model: "str | Checkpoint", device: str = "cpu", dtype: str | None = None) -> LoadedModel:
+    """A loaded model (a name, a directory or an opened :class:`Checkpoint`), cached per process by
+    (checkpoint directory, device, dtype); the least recent is evicted."""
+    checkpoint = Checkpoint.open(model)
+    key = (checkpoint.path, device, dtype)
     if key in _MODELS:
         _MODELS.move_to_end(key)
         return _MODELS[key]
@@ -110,7 +111,7 @@ def get_model(model: str, device: str = "cpu", dtype: str | None = None):
         _MODELS.popitem(last=False)
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    _MODELS[key] = load_model(model, device=device, dtype=dtype)
+    _MODELS[key] = load_model(checkpoint, device=device, dtype=dtype)
     return _MODELS[key]
 
 
@@ -124,20 +125,19 @@ def _task(name: str):
     return _TASKS[name]
 
 
-def model_fingerprint(model: str) -> str | None:
-    """A short hash of a checkpoint's config.json and weight files (size + first/last MiB), or None."""
+def model_fingerprint(model: "str | Checkpoint") -> str | None:
+    """A short hash of a checkpoint's config.json and weight files (size + first/last MiB), or None when
+    ``model`` is no checkpoint. An opened :class:`Checkpoint`'s config.json is hashed as it was read."""
     try:
-        path = resolve_path(model)
-    except Exception:
+        checkpoint = Checkpoint.open(model)
+    except CheckpointError:
         return None
     h = hashlib.sha256()
-    files = sorted(p for p in path.iterdir() if p.name == "config.json" or p.suffix == ".safetensors")
-    if not files:
-        return None
-    for p in files:
-        size = p.stat().st_size
+    for p in sorted(p for p in checkpoint.path.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"):
+        config = p.name == "config.json"
+        size = len(checkpoint.config_bytes) if config else p.stat().st_size
         h.update(f"{p.name}:{size}".encode())
-        with open(p, "rb") as f:
+        with io.BytesIO(checkpoint.config_bytes) if config else open(p, "rb") as f:
             h.update(f.read(1 << 20))
             if size > 2 << 20:
                 f.seek(-(1 << 20), os.SEEK_END)
@@ -150,19 +150,17 @@ def model_fingerprint(model: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 def eval_command(config: RunConfig, results_dir: str | Path | None = None) -> str:
     """The shell command that fills this config's results file (for runs outside a notebook): the same
-    job as :func:`run`'s, so either one resumes the other's rows."""
+    job as :func:`result`'s, so either one resumes the other's rows."""
     out = Path(results_dir or DEFAULT_RESULTS_DIR) / f"{config.key}.jsonl"
-    decode = config.decode.replace(seed=None)     # the run's seed is --seed
-    parts = ["python -m tspd eval", "--task", config.task, "--model", config.model, *decode_options(decode),
-             "--seed", str(config.seed), "--batch-size", str(config.batch_size), "--device", config.device,
-             "--dtype", config.dtype]
+    parts = ["python -m tspd eval", "--task", config.task, "--model", config.model, *decode_options(config.decode),
+             "--batch-size", str(config.batch_size), "--device", config.device, "--dtype", config.dtype]
     parts += ["--limit", str(config.limit)] if config.limit else []
     return " ".join([parts[0], *map(shlex.quote, parts[1:]), "--out", shlex.quote(str(out))])
 
 
-def _cached_seam() -> "evaluate.Seam":
+def _cached_seam() -> "harness.Seam":
     """The harness's (load_model, generate) seam, with models cached per process."""
-    return (lambda name, device="cpu", dtype=None: get_model(name, device, dtype)), generate
+    return get_model, generate
 
 
 def _to_result(config: RunConfig, rows: list[dict], path: Path, name: str, computed: int) -> "RunResult":
@@ -210,9 +208,9 @@ def load_result(config: RunConfig, results_dir: str | Path | None = None, task=N
     return _to_result(config, [rows[s["id"]] for s in samples], paths["rows"], name, 0)
 
 
-def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None = None,
-        force: bool = False, seam: "evaluate.Seam | None" = None, task=None, profile: bool = False) -> "RunResult":
-    """Results of ``config``: read back what is stored, compute (and append) what is missing.
+def result(config: RunConfig, progress: bool = True, results_dir: str | Path | None = None,
+           force: bool = False, seam: "harness.Seam | None" = None, task=None, profile: bool = False) -> "RunResult":
+    """The result of ``config``: read back what is stored, compute (and append) what is missing.
 
     ``progress`` False silences the harness's progress bar (it draws one only on a terminal);
     ``force`` retires the stored files and recomputes everything. ``seam`` (``(load_model, generate)``,
@@ -229,7 +227,11 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
     samples = task.samples(config.limit)
 
     meta = json.loads(paths["meta"].read_text()) if paths["meta"].exists() else None
-    fingerprint = model_fingerprint(config.model)
+    try:   # opened once: fingerprinted here, checked and loaded by the harness (stored runs need no checkpoint)
+        checkpoint = Checkpoint.open(config.model)
+    except CheckpointError:
+        checkpoint = None
+    fingerprint = model_fingerprint(checkpoint) if checkpoint else None
     stale = bool(meta and fingerprint and meta.get("model_fingerprint") not in (None, fingerprint))
     if stale:
         warnings.warn(f"{config.label}: the checkpoint {config.model!r} changed since {key} was computed; recomputing")
@@ -254,23 +256,29 @@ def run(config: RunConfig, progress: bool = True, results_dir: str | Path | None
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
         try:
             with quiet:
-                job = EvalJob(config, paths["rows"], EvalOptions(profile=profile))
-                evaluate.run(job, seam=seam or _cached_seam(), task=task)
+                job = EvalJob(config, paths["rows"], EvalOptions(profile=profile), checkpoint)
+                harness.evaluate(job, seam=seam or _cached_seam(), task=task)
         except ResultsError as e:
             if force:
                 raise
             # rows written under another harness configuration: keep them aside and start again
             warnings.warn(f"{config.label}: {e}; recomputing")
-            return run(config, progress=progress, results_dir=results_dir, force=True, seam=seam, task=task,
-                       profile=profile)
+            return result(config, progress=progress, results_dir=results_dir, force=True, seam=seam, task=task,
+                          profile=profile)
     rows = _stored(paths["rows"])
     picked = [rows[s["id"]] for s in samples]
     return _to_result(config, picked, paths["rows"], name, len(todo))
 
 
-def run_many(configs: list[RunConfig], **kwargs) -> list[RunResult]:
-    """:func:`run` for each config in turn (models stay loaded between them)."""
-    return [run(c, **kwargs) for c in configs]
+def results(configs: list[RunConfig], **kwargs) -> list[RunResult]:
+    """:func:`result` for each config in turn (models stay loaded between them)."""
+    return [result(c, **kwargs) for c in configs]
+
+
+def run(config: RunConfig, **kwargs) -> RunResult:
+    """Deprecated name of :func:`result` (issue 35: "run" is a stored run, not a verb); removed in the next release."""
+    warnings.warn("tspd.eval.experiments.run is now tspd.eval.experiments.result", DeprecationWarning, stacklevel=2)
+    return result(config, **kwargs)
 
 
 # setting fields of paper_numbers.json that paper_config maps onto RunConfig fields
@@ -308,5 +316,5 @@ def paper_config(row: dict, method_default_cache: str = "dual", **overrides) -> 
     return RunConfig(**fields)
 
 
-__all__ = ["RunConfig", "RunResult", "run", "run_many", "load_result", "paper_config", "eval_command",
-           "get_model", "clear_models", "device_name", "model_fingerprint", "DEFAULT_RESULTS_DIR"]
+__all__ = ["RunConfig", "RunResult", "result", "results", "load_result", "paper_config", "eval_command",
+           "get_model", "clear_models", "model_fingerprint", "DEFAULT_RESULTS_DIR"]

@@ -1,9 +1,10 @@
 """``python -m tspd eval``: run a benchmark; one JSON line per sample, resumable; a summary at the end.
 
-:func:`run` takes one typed job (:class:`tspd.eval.job.EvalJob`: the :class:`~tspd.eval.job.RunConfig`, the
-rows file and the run-time options); the command line builds it (:func:`job_from_args`), the notebooks'
-registry (:func:`tspd.eval.experiments.run`) builds it from a RunConfig, and nothing below here sees a
-command line.
+:func:`evaluate` takes one typed job (:class:`tspd.eval.job.EvalJob`: the :class:`~tspd.eval.job.RunConfig`,
+the rows file, the run-time options and the checkpoint, opened once: its ``config.json`` is read once per
+job); the command line builds it (:func:`job_from_args`), the notebooks' registry
+(:func:`tspd.eval.experiments.result`) builds it from a RunConfig, and nothing below here sees a command
+line.
 
 Each finished batch is graded and its rows are appended to ``--out`` (flushed and fsync'd) before the
 next batch starts, so a killed run loses only the batch in flight. Rerunning with the same ``--out``
@@ -43,11 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tspd.decoding.config import DecodeConfig, add_decode_arguments
+from tspd.decoding.loop import Generation
 from tspd.eval.job import CHAT_MODES, EvalJob, EvalOptions, RunConfig
-from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, summarize, summary_path  # noqa: F401 (re-exported)
+from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, summarize, summary_path
 from tspd.eval.shard import Shard, merge
 from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
-from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, add_model_arguments
+from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint, add_model_arguments
 from tspd.options import add_dataclass_arguments, from_args
 from tspd.validate import UsageError, check_device, check_dtype
 
@@ -68,7 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def job_from_args(args: argparse.Namespace) -> EvalJob:
-    """The job an eval command line asks for; device, dtype, batch size and limit checked first."""
+    """The job an eval command line asks for; device, dtype, batch size and limit checked first, then the
+    checkpoint opened (the one read of its ``config.json``) and carried by the job."""
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.limit is not None and args.limit < 0:
@@ -78,21 +81,21 @@ def job_from_args(args: argparse.Namespace) -> EvalJob:
         check_device(args.device)
         check_dtype(args.dtype)
     decode = DecodeConfig.from_args(args)       # policy and its arguments, lengths, temperature: checked here
-    if model == REFERENCE:                      # no checkpoint to take a window from
+    checkpoint = None if model == REFERENCE else Checkpoint.open(model)
+    if checkpoint is None:                      # no checkpoint to take a window from
         decode = decode.replace(gen_length=decode.gen_length or PAPER_LENGTHS[0],
                                 block_length=decode.block_length or PAPER_LENGTHS[1])
-    run = RunConfig(model=model, task=args.task, decode=decode.replace(seed=None), limit=args.limit,
-                    seed=0 if decode.seed is None else decode.seed, device=args.device, dtype=args.dtype,
-                    batch_size=args.batch_size)
-    return EvalJob(run, Path(args.out), from_args(EvalOptions, args))
+    config = RunConfig(model=model, task=args.task, decode=decode, limit=args.limit, device=args.device,
+                       dtype=args.dtype, batch_size=args.batch_size, checkpoint=checkpoint)
+    return EvalJob(config, Path(args.out), from_args(EvalOptions, args), checkpoint)
 
 
 def main(args: argparse.Namespace, seam: "Seam | None" = None) -> int:
-    """``python -m tspd eval``; ``seam`` as in :func:`run`."""
+    """``python -m tspd eval``; ``seam`` as in :func:`evaluate`."""
     out = args.out
     try:
         job = job_from_args(args)
-        summary = run(job, seam)
+        summary = evaluate(job, seam)
     except (TaskDataError, ResultsError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -103,11 +106,11 @@ def main(args: argparse.Namespace, seam: "Seam | None" = None) -> int:
     return 0
 
 
-def check_job(job: EvalJob) -> None:
+def check_job(job: EvalJob, checkpoint: Checkpoint | None) -> None:
     """What a job needs before any weights load or any row is written: a writable results file, a
-    checkpoint trained on this version of its task, and a learned policy's trained weights."""
+    checkpoint (None: the reference answers) trained on this version of its task, and a learned policy's
+    trained weights."""
     from tspd.decoding.controllers.weights import check_controller_files
-    from tspd.models.loading import CheckpointError, read_config, resolve_path
     out = job.out
     if out.is_dir():
         raise UsageError(f"--out {out} is a directory: give a results file such as {out / 'results.jsonl'}")
@@ -115,22 +118,16 @@ def check_job(job: EvalJob) -> None:
     existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
     if not existing.is_dir() or not os.access(existing, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"cannot write --out {out}: choose a path in a writable directory")
-    run = job.run
-    if run.model == REFERENCE:
+    if checkpoint is None:
         return
-    try:   # a directory that is not a checkpoint fails in load_model, which reads config.json before weights
-        path = resolve_path(run.model)
-        config, _ = read_config(path)
-    except CheckpointError:
-        path = config = None
-    trained_on = (getattr(config, "extra", None) or {}).get("tspd_task", {}).get("fingerprint")
-    if run.task == "arith" and trained_on:
+    config, trained_on = job.config, checkpoint.trained_on
+    if config.task == "arith" and trained_on:
         from tspd.eval.tasks import arith
         if trained_on != arith.fingerprint():
-            raise UsageError(f"{path} was trained on another version of tspd.eval.tasks.arith (task fingerprint "
-                             f"{trained_on}, this code's {arith.fingerprint()}): retrain it with "
+            raise UsageError(f"{checkpoint.path} was trained on another version of tspd.eval.tasks.arith (task "
+                             f"fingerprint {trained_on}, this code's {arith.fingerprint()}): retrain it with "
                              f"`python -m tspd train-lm`, or check out the revision it was trained with")
-    check_controller_files(run.model, run.policy, run.policy_kwargs)
+    check_controller_files(checkpoint, config.policy, config.policy_kwargs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,7 +139,7 @@ class BatchOutput:
     texts: list[str]
     raw: list[str]
     nfe: list[int]
-    gen_tokens: list[int | None]
+    gen_tokens: list[int]
     seconds: float
     gen_length: int
     truncated: list[bool] | None = None   # prompts left-truncated to fit the model (--truncate-prompt)
@@ -162,7 +159,7 @@ class ReferenceBackend:
         return BatchOutput(texts, texts, [0] * n, [0] * n, 0.0, 0)
 
 
-Seam = tuple   # (load_model, generate): how the harness loads a checkpoint and decodes a batch
+Seam = tuple   # (load_model, generate): how the harness loads the job's Checkpoint and decodes a batch
 
 
 def package_seam() -> Seam:
@@ -175,37 +172,30 @@ def package_seam() -> Seam:
 class ModelBackend:
     """Prompts -> ``generate`` -> stop strings; counts NFE and non-padding generated tokens."""
 
-    def __init__(self, task: Task, job: EvalJob, device: str | None = None, seam: Seam | None = None):
+    def __init__(self, task: Task, job: EvalJob, checkpoint: Checkpoint, device: str | None = None,
+                 seam: Seam | None = None):
         load_model, self.generate = seam or package_seam()
-        run = job.run
-        self.task, self.gen_length = task, run.gen_length
-        self.model = load_model(run.model, device=device or run.device, dtype=run.dtype)
-        self.tokenizer = getattr(self.model, "tokenizer", None)
+        self.task = task
+        self.model = load_model(checkpoint, device=device or job.config.device, dtype=job.config.dtype)
+        self.tokenizer = self.model.tokenizer
         wanted = {"auto": None, "on": True, "off": False}[job.options.chat]
         self.chat = task.supports_chat and use_chat(self.tokenizer, wanted)
         special = self.model.special
         self.skip_ids = set(special.stop_ids()) | {special.pad, special.mask}
-        self.decode = job.decode
+        self.decode = job.config.decode
         self.call_options = {"truncate_prompt": True} if job.options.truncate_prompt else {}
         if job.options.profile:
             self.call_options["profile"] = True
 
     def __call__(self, samples: list[dict]) -> BatchOutput:
         prompts = [self.task.prompt(s, self.tokenizer, self.chat) for s in samples]
-        out = self.generate(self.model, prompts, self.decode, **self.call_options)
+        out: Generation = self.generate(self.model, prompts, self.decode, **self.call_options)
         raw = list(out.texts)
         texts = [self.task.postprocess(t, self.chat) for t in raw]
-        nfe = list(getattr(out, "nfe_per_sample", None) or [out.nfe] * len(samples))
-        ids = getattr(out, "token_ids", None)
-        if ids is not None:
-            rows = ids.tolist()
-            gen_tokens = [sum(1 for t in row if t not in self.skip_ids) for row in rows]
-            gen_length = len(rows[0]) if rows else self.gen_length
-        else:
-            gen_tokens, gen_length = [None] * len(samples), self.gen_length
-        phases = {k: float(getattr(out, k)) for k in PHASES if getattr(out, k, None) is not None}
-        return BatchOutput(texts, raw, nfe, gen_tokens, float(out.seconds), gen_length,
-                           list(getattr(out, "truncated", None) or []) or None, phases or None)
+        gen_tokens = [sum(1 for t in row if t not in self.skip_ids) for row in out.token_ids.tolist()]
+        phases = {k: float(getattr(out, k)) for k in PHASES if getattr(out, k) is not None}   # with --profile
+        return BatchOutput(texts, raw, list(out.nfe_per_sample), gen_tokens, float(out.seconds),
+                           out.token_ids.shape[1], list(out.truncated) or None, phases or None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,19 +231,22 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
     return rows
 
 
-def run(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dict:
+def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dict:
     """Evaluate ``job`` (resuming its rows file) and return the summary (also written next to that file).
 
     ``seam`` is the ``(load_model, generate)`` pair the model backend uses: None for the package's
-    own; :func:`tspd.eval.experiments.run` passes one that keeps models loaded between runs. ``task``
-    is the benchmark (None: ``get_task(job.run.task)``; a caller may pass one it has already loaded).
+    own; :func:`tspd.eval.experiments.result` passes one that keeps models loaded between runs. Its
+    ``load_model`` is handed the job's :class:`~tspd.models.loading.Checkpoint` (opened here, once, when
+    the job does not carry it). ``task`` is the benchmark (None: ``get_task(job.config.task)``; a caller
+    may pass one it has already loaded).
     """
-    check_job(job)
-    run_, options, out_path = job.run, job.options, job.out
-    task = task or get_task(run_.task, data_dir=options.data_dir, source=options.source)
-    samples = task.samples(run_.limit)              # limit None: every sample
-    config = job.row_config()
-    cid = config_id(config)
+    config, options, out_path = job.config, job.options, job.out
+    checkpoint = None if config.model == REFERENCE else job.checkpoint or Checkpoint.open(config.model)
+    check_job(job, checkpoint)
+    task = task or get_task(config.task, data_dir=options.data_dir, source=options.source)
+    samples = task.samples(config.limit)            # limit None: every sample
+    row_config = job.row_config()
+    cid = config_id(row_config)
     shard = Shard.from_env()   # torchrun / accelerate launch: this process's share (tspd.eval.shard)
     results = ResultsFile(shard.path(out_path))
     existing = results.load()
@@ -269,8 +262,8 @@ def run(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dic
     t_start = time.perf_counter()
     chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
     if pending:
-        gen = ReferenceBackend(task) if run_.model == REFERENCE else \
-            ModelBackend(task, job, shard.device(run_.device), seam)
+        gen = ReferenceBackend(task) if checkpoint is None else \
+            ModelBackend(task, job, checkpoint, shard.device(config.device), seam)
         chat = gen.chat
         session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
         from tqdm import tqdm
@@ -279,11 +272,11 @@ def run(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dic
                    f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
                    unit="sample", disable=None, file=sys.stderr)
         try:
-            for k in range(0, len(pending), run_.batch_size):
-                batch = pending[k:k + run_.batch_size]
+            for k in range(0, len(pending), config.batch_size):
+                batch = pending[k:k + config.batch_size]
                 out = gen(batch)
                 grades = grade_batch(task, batch, out.texts, options.grade_workers)
-                index = k // run_.batch_size
+                index = k // config.batch_size
                 rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
                 results.append(rows)
                 existing.extend(rows)
@@ -306,7 +299,7 @@ def run(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dic
         if r["id"] in wanted:
             rows.setdefault(r["id"], r)
     summary = summarize(list(rows.values()), n_selected=len(samples))
-    summary.update({"task": task.name, "model": run_.model, "chat": chat, "config": config,
+    summary.update({"task": task.name, "model": config.model, "chat": chat, "config": row_config,
                     "config_id": cid, "out": str(out_path), "shards": shard.world,
                     "run_seconds": round(time.perf_counter() - t_start, 3)})
     path = summary_path(out_path)

@@ -1,9 +1,9 @@
 """What one evaluation is, as typed values: what it decodes and on what (:class:`RunConfig`, whose key
 names its stored results), how it is carried out (:class:`EvalOptions`) and where its rows go
-(:class:`EvalJob`, what :func:`tspd.eval.harness.run` takes).
+(:class:`EvalJob`, what :func:`tspd.eval.harness.evaluate` takes, with the checkpoint opened once).
 
 ``python -m tspd eval`` builds an :class:`EvalJob` from its options
-(:func:`tspd.eval.harness.job_from_args`) and the notebooks' registry (:func:`tspd.eval.experiments.run`)
+(:func:`tspd.eval.harness.job_from_args`) and the notebooks' registry (:func:`tspd.eval.experiments.result`)
 from a :class:`RunConfig`; the harness never sees a command line. The same decoding asked for either way
 is the same job: the same row configuration (:meth:`EvalJob.row_config`), so either one resumes the
 other's rows file.
@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from tspd.decoding.config import DecodeConfig, canonical
+from tspd.models.loading import Checkpoint
 from tspd.provenance import local, portable
 from tspd.validate import UsageError
 
@@ -43,24 +44,24 @@ class RunConfig:
 
     Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
     (``RunConfig(policy="tspd", ce=True)``), and read through (``config.cache``). The window is
-    resolved on construction (None: the checkpoint's own; ``steps`` None: ``gen_length``), ``limit``
+    resolved on construction (None: the checkpoint's own, from ``checkpoint`` when the caller has
+    opened it, else from the model's ``config.json``; ``steps`` None: ``gen_length``), the sampling
+    seed None means 0 (a stored run is always seeded; it matters only at temperature > 0), ``limit``
     None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
     elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Policy and CE
     settings must be JSON-serialisable: they are part of the key.
     """
     model: str = "tiny-arith"          # embedded model name or local checkpoint directory
     task: str = "arith"                # tspd.eval.tasks name: arith, gsm8k, math, math500, humaneval, mbpp
-    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window, seed)
     limit: int | None = None           # first n samples of the test split (not part of the key)
-    seed: int = 0                      # sampling seed (matters only at temperature > 0)
     device: str = "cpu"
     dtype: str | None = None
     batch_size: int = 1                # prompts per generate() call
 
     def __init__(self, model: str = "tiny-arith", task: str = "arith", decode: DecodeConfig | None = None,
-                 limit: int | None = None, seed: int = 0, device: str = "cpu", dtype: str | None = None,
-                 batch_size: int = 1, **decode_fields):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+                 limit: int | None = None, device: str = "cpu", dtype: str | None = None, batch_size: int = 1,
+                 checkpoint: Checkpoint | None = None, **decode_fields):
         unknown = set(decode_fields) - _DECODE_FIELDS - {"threshold"}
         if unknown:
             raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
@@ -68,24 +69,21 @@ class RunConfig:
         if "policy_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
             decode_fields["policy_kwargs"] = local(decode_fields["policy_kwargs"])
         decode = DecodeConfig.of(decode, **decode_fields)
-        if not isinstance(decode.policy, str) or not isinstance(decode.ce, bool):
-            raise UsageError("a stored run names its policy and CE by settings, not by ready instances")
+        if decode.seed is None:
+            decode = decode.replace(seed=0)
         canonical(decode.policy_kwargs, "policy_kwargs")
         canonical(decode.ce_kwargs, "ce_kwargs")
-        set_("model", model)
-        set_("task", task)
-        set_("decode", decode.resolved(model))
-        set_("limit", None if not limit else int(limit))
-        set_("seed", seed)
-        set_("device", str(torch.device(device)))
         if dtype is None:
             dtype = "float32" if torch.device(device).type == "cpu" else "bfloat16"
-        set_("dtype", str(dtype).replace("torch.", ""))
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        set_("batch_size", batch_size)
-        if self.limit is not None and self.limit < 0:
-            raise ValueError(f"limit must be >= 0, got {self.limit}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        fields = dict(model=model, task=task, decode=decode.resolved(checkpoint or model),
+                      limit=None if not limit else int(limit), device=str(torch.device(device)),
+                      dtype=str(dtype).replace("torch.", ""), batch_size=batch_size)
+        for name, value in fields.items():   # frozen: set once, here
+            object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str):
         """Decoding settings read through: ``config.policy`` is ``config.decode.policy``."""
@@ -103,7 +101,8 @@ class RunConfig:
         defaults = DecodeConfig()
         d.update({k: getattr(self.decode, k) for k in _OPTIONAL_DECODE
                   if getattr(self.decode, k) != getattr(defaults, k)})
-        d.update(limit=self.limit, seed=self.seed, device=self.device, dtype=self.dtype, batch_size=self.batch_size)
+        d.update(limit=self.limit, seed=self.decode.seed, device=self.device, dtype=self.dtype,
+                 batch_size=self.batch_size)
         return d
 
     @classmethod
@@ -156,19 +155,15 @@ class EvalOptions:
 
 @dataclass(frozen=True)
 class EvalJob:
-    """One evaluation: a run, the rows file it fills (resumed if it exists) and how it is carried out."""
-    run: RunConfig
+    """One evaluation: a run, the rows file it fills (resumed if it exists), how it is carried out, and
+    the run's checkpoint as its builder opened it (None: the harness opens it, once, when it needs one)."""
+    config: RunConfig
     out: Path
     options: EvalOptions = field(default_factory=EvalOptions)
+    checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "out", Path(self.out))   # frozen
-
-    @property
-    def decode(self) -> DecodeConfig:
-        """What each batch is decoded with: the run's decoding, seeded by the run's seed when it samples."""
-        d = self.run.decode
-        return d.replace(seed=self.run.seed if d.temperature > 0 else None)
 
     def row_config(self) -> dict:
         """Everything that changes what a sample's row contains (not: limit, batch size, device, paths),
@@ -178,13 +173,13 @@ class EvalJob:
         dict when there are any), ``threshold`` is always None (it has joined ``policy_kwargs``), and
         ``truncate_prompt`` / ``confidence_dtype`` appear only when not their defaults.
         """
-        c, d, o = self.run, self.run.decode, self.options
+        c, d, o = self.config, self.config.decode, self.options
         return {"task": c.task, "split": "test", "source": o.source, "model": c.model,
                 "policy": d.policy, "policy_kwargs": portable(d.policy_kwargs),
                 "ce": dict(d.ce_kwargs) if d.ce and d.ce_kwargs else d.ce,
                 "cache": d.cache, "gen_length": d.gen_length, "block_length": d.block_length,
                 "steps": d.steps, "threshold": None, "temperature": d.temperature,
-                "seed": c.seed, "chat": o.chat, "dtype": c.dtype,
+                "seed": d.seed, "chat": o.chat, "dtype": c.dtype,
                 **({"truncate_prompt": True} if o.truncate_prompt else {}),
                 **({"confidence_dtype": d.confidence_dtype} if d.confidence_dtype != "float32" else {})}
 

@@ -248,6 +248,7 @@ class DecoderLM(nn.Module):
     """
 
     arch = "hf-decoder"
+    graph_capturable = True   # its forward never waits for the host (LLaDA-MoE's routing does: False there)
 
     def __init__(self, cfg: HFDecoderConfig):
         super().__init__()

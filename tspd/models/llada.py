@@ -168,6 +168,7 @@ class LLaDAModelLM(nn.Module):
     """
 
     arch = "llada"
+    graph_capturable = True   # its forward never waits for the host: CUDA graphs can replay it (tspd.decoding.graphs)
 
     def __init__(self, cfg: LLaDAConfig):
         super().__init__()

@@ -82,8 +82,9 @@ def decode_lengths(model_or_config=None) -> tuple[int, int]:
     """``(gen_length, block_length)`` a checkpoint decodes with by default.
 
     A checkpoint trained by ``train-lm`` names its window in ``config.json`` (``tspd_task``); any other
-    (LLaDA-8B-Instruct, Dream, LLaDA-MoE) gets the paper's 256 / 32. Accepts a loaded model, its
-    config, or a zoo name / directory (then only ``config.json`` is read, no weights).
+    (LLaDA-8B-Instruct, Dream, LLaDA-MoE) gets the paper's 256 / 32. Accepts a loaded model, an opened
+    :class:`Checkpoint` or their config (nothing is read again), or a zoo name / directory (then only
+    ``config.json`` is read, no weights).
     """
     cfg = getattr(model_or_config, "config", model_or_config)
     if cfg is None or isinstance(cfg, (str, Path)):
@@ -94,6 +95,43 @@ def decode_lengths(model_or_config=None) -> tuple[int, int]:
         extra = getattr(cfg, "extra", {}) or {}
     task = extra.get("tspd_task") or {}
     return int(task.get("gen_length", PAPER_LENGTHS[0])), int(task.get("block_length", PAPER_LENGTHS[1]))
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint directory, resolved and its ``config.json`` read once (:meth:`open`).
+
+    What a command or an evaluation job checks before any weights load (the architecture, the task a
+    ``train-lm`` checkpoint was trained on), takes its default window from (:func:`decode_lengths`) and
+    finally loads (:func:`load_model` takes it in place of a name and reads no ``config.json`` again).
+    """
+    path: Path                                  # the directory
+    config: Any = field(repr=False, compare=False)   # config.json as its architecture's config class (``extra``: the rest)
+    model_class: type = field(repr=False, compare=False)   # the network class of its model_type (:data:`ARCHITECTURES`)
+    config_bytes: bytes = field(default=b"", repr=False, compare=False)   # config.json as read (its fingerprint)
+
+    @classmethod
+    def open(cls, path_or_name: "str | Path | Checkpoint | None" = None) -> "Checkpoint":
+        """A zoo name or a local directory, resolved, with its ``config.json`` read and its architecture
+        known; :class:`CheckpointError` (one line: what is missing, what to do) otherwise."""
+        if isinstance(path_or_name, Checkpoint):
+            return path_or_name
+        path = resolve_path(path_or_name)
+        file = path / "config.json"
+        if not file.is_file():
+            raise CheckpointError(f"{path}: config.json is missing")
+        data = file.read_bytes()
+        raw = json.loads(data)
+        model_type = checkpoint_model_type(raw)   # released LLaDA-MoE configs say "llada": see there
+        if model_type not in ARCHITECTURES:
+            raise CheckpointError(f"{path}: model_type {model_type!r} is not supported (known: {sorted(ARCHITECTURES)})")
+        cfg_cls, model_cls = ARCHITECTURES[model_type]
+        return cls(path, cfg_cls.from_dict(raw), model_cls, data)
+
+    @property
+    def trained_on(self) -> str | None:
+        """The fingerprint of the task version a ``train-lm`` checkpoint was trained on (None for others)."""
+        return ((self.config.extra or {}).get("tspd_task") or {}).get("fingerprint")
 
 
 def _weight_files(path: Path) -> list[Path]:
@@ -110,18 +148,6 @@ def _weight_files(path: Path) -> list[Path]:
     if any(path.glob("*.bin")):
         raise CheckpointError(f"{path}: only PyTorch .bin weights found; convert them to safetensors")
     raise CheckpointError(f"{path}: no model.safetensors or model.safetensors.index.json")
-
-
-def read_config(path: Path):
-    cfg_file = path / "config.json"
-    if not cfg_file.exists():
-        raise CheckpointError(f"{path}: config.json is missing")
-    raw = json.loads(cfg_file.read_text())
-    model_type = checkpoint_model_type(raw)   # released LLaDA-MoE configs say "llada": see there
-    if model_type not in ARCHITECTURES:
-        raise CheckpointError(f"{path}: model_type {model_type!r} is not supported (known: {sorted(ARCHITECTURES)})")
-    cfg_cls, model_cls = ARCHITECTURES[model_type]
-    return cfg_cls.from_dict(raw), model_cls
 
 
 def _set_tensor(module: torch.nn.Module, name: str, value: torch.Tensor) -> None:
@@ -206,10 +232,10 @@ def add_model_arguments(parser, model_help: str = "") -> None:
 class LoadedModel:
     """A checkpoint ready to decode: the network and what decoding reads beside it, from one directory.
 
-    It forwards like its network (``model(ids, ...)``, ``.config``, ``.device``, ``.new_cache()``), so
-    ``generate(model, ...)`` takes it as it takes a bare network that carries ``special`` and
-    ``tokenizer`` attributes. Until every caller speaks of ``model.module``, other attributes (the
-    parameters, ``eval()``, a backbone's layers) are read through from the network.
+    The one model type of the package: :func:`tspd.generate`, the controllers, the harness and the
+    lm-eval adapter all take it. It calls like its network (``model(ids, ...)``) and says what callers
+    need of it by name (``config``, ``device``, ``dtype``, ``parameters()``, ``new_cache()``, ``eval()`` /
+    ``train()``, which return the LoadedModel); anything else of the network is ``model.module``'s.
     """
     module: torch.nn.Module            # the network, in eval mode on its device and dtype
     tokenizer: Any = None              # the checkpoint's tokenizer (None: the directory has none)
@@ -227,8 +253,21 @@ class LoadedModel:
         return self.module.device
 
     @property
+    def dtype(self) -> torch.dtype:
+        return self.module.dtype
+
+    @property
     def name_or_path(self) -> str | None:
         return None if self.path is None else str(self.path)
+
+    @property
+    def graph_capturable(self) -> bool:
+        """Whether its forward can be captured in a CUDA graph (not LLaDA-MoE's: its routing syncs)."""
+        return self.module.graph_capturable
+
+    @property
+    def training(self) -> bool:
+        return self.module.training
 
     def __call__(self, *args, **kwargs):
         return self.module(*args, **kwargs)
@@ -236,29 +275,38 @@ class LoadedModel:
     def new_cache(self):
         return self.module.new_cache()
 
-    def __getattr__(self, name: str):
-        if name == "module":          # not yet set (copy, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.module, name)
+    def parameters(self):
+        return self.module.parameters()
+
+    def eval(self) -> "LoadedModel":
+        """The network in eval mode; returns this LoadedModel (not the network)."""
+        self.module.eval()
+        return self
+
+    def train(self, mode: bool = True) -> "LoadedModel":
+        """The network in training mode (or eval mode, ``mode=False``); returns this LoadedModel."""
+        self.module.train(mode)
+        return self
 
 
-def load_model(path_or_name: str | Path | None = None, device: str | torch.device = "cpu",
+def load_model(path_or_name: str | Path | Checkpoint | None = None, device: str | torch.device = "cpu",
                dtype: torch.dtype | str | None = None) -> LoadedModel:
-    """Load a local checkpoint directory (LLaDA format) or an embedded model by name.
+    """Load a local checkpoint directory (LLaDA format), an embedded model by name, or an opened
+    :class:`Checkpoint` (whose ``config.json`` is not read again).
 
     Returns a :class:`LoadedModel`: the network in eval mode, its tokenizer (None if the directory has
     none) and its :class:`SpecialTokens`. ``dtype`` defaults to float32 on CPU (bf16 matmuls are very
     slow there) and bfloat16 elsewhere.
     """
-    path = resolve_path(path_or_name)
-    config, model_cls = read_config(path)
+    checkpoint = Checkpoint.open(path_or_name)
+    path, config = checkpoint.path, checkpoint.config
     files = _weight_files(path)
     device = torch.device(device)
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)
     dtype = dtype or (torch.float32 if device.type == "cpu" else torch.bfloat16)
     with torch.device("meta"):
-        model = model_cls(config)
+        model = checkpoint.model_class(config)
     load_weights(model, files, device, dtype)
     try:
         tokenizer = load_tokenizer(path)
@@ -277,7 +325,8 @@ def save_model(model: torch.nn.Module, directory: str | Path, max_shard_bytes: i
     from safetensors.torch import save_file
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    model = getattr(model, "module", model)     # a LoadedModel saves its network
+    if isinstance(model, LoadedModel):          # a LoadedModel saves its network
+        model = model.module
     model.config.save(out)
     tensors = {k: (v.detach().to(dtype) if dtype else v.detach()).contiguous().cpu()
                for k, v in model.state_dict().items()}

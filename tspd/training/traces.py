@@ -112,7 +112,7 @@ def collect(model, prompts: list, decode: DecodeConfig = COLLECT, *, policy: str
             rec = Recorder(EGP(reference=ref.token_ids))
         else:
             rec = Recorder(make_controller("vanilla"))
-        out = generate(model, batch, decode, policy=rec, policy_kwargs={})
+        out = generate(model, batch, decode, controller=rec)
         stats["forwards"] += out.nfe
         stats["rows"] += len(batch)
         if use_egp:

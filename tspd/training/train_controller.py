@@ -168,7 +168,7 @@ def augment(x: torch.Tensor, names: tuple[str, ...], dropout: float, noise: floa
 
 
 @torch.no_grad()
-def evaluate(net, kind, units: Units, idx, names, ce_modes, w_pos, w_neg, gate: float) -> dict:
+def validation_metrics(net, kind, units: Units, idx, names, ce_modes, w_pos, w_neg, gate: float) -> dict:
     """Validation loss and decision quality of the hard gate, averaged over the CE modes trained for."""
     out = {}
     for mode in ce_modes:
@@ -238,7 +238,7 @@ def _train(traces: dict, cfg: ControllerTrainConfig, progress: bool):
             n = float(units.weight[idx].sum())
             total, count = total + loss.item() * n, count + n
         net.eval()
-        val = evaluate(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
+        val = validation_metrics(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
         for k, v in (("epoch", epoch), ("train_loss", total / max(count, 1)), ("val_loss", val["loss"]),
                      ("val_precision", val["precision"]), ("val_recall", val["recall"]),
                      ("val_fix_rate", val["fix_rate"]), ("seconds", time.perf_counter() - t0)):
@@ -253,7 +253,7 @@ def _train(traces: dict, cfg: ControllerTrainConfig, progress: bool):
     bar.close()
     net.load_state_dict(best_state)
     net.eval()
-    final = evaluate(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
+    final = validation_metrics(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
     settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
     summary = dict(best_epoch=best_epoch, epochs_run=len(curve["epoch"]), val=final,
                    train_units=len(tr), val_units=len(va), class_weights=[w_neg, w_pos],

@@ -30,21 +30,13 @@ def controller_class(policy: str) -> type[Controller]:
     return getattr(importlib.import_module(module), cls)
 
 
-def make_controller(policy: str | Controller, **kwargs) -> Controller:
+def make_controller(policy: str, **kwargs) -> Controller:
     """A controller instance from its registry name (extra kwargs go to its constructor)."""
-    if isinstance(policy, Controller):
-        if kwargs:
-            raise ValueError("policy kwargs given together with a ready Controller instance")
-        return policy
     return controller_class(policy)(**kwargs)
 
 
-def check_policy(policy, policy_kwargs: dict | None = None, for_decoding: bool = True) -> None:
+def check_policy(policy: str, policy_kwargs: dict | None = None, for_decoding: bool = True) -> None:
     """A known policy given only arguments it takes; thresholds in (0, 1]."""
-    if isinstance(policy, Controller):
-        if policy_kwargs:
-            raise UsageError("policy arguments given together with a ready Controller instance: pass one of them")
-        return
     cls = controller_class(policy)
     kwargs = dict(policy_kwargs or {})
     params = {} if cls.__init__ is object.__init__ else dict(inspect.signature(cls.__init__).parameters)

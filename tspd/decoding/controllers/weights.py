@@ -5,7 +5,7 @@ confidence dynamics, so their weights belong to that model: ``<model dir>/contro
 stem of ``<name>.safetensors`` (the tensors) and ``<name>.json`` (``kind``, the architecture and how
 they were trained), written by ``python -m tspd train-controller`` (Section 4.1, Appendix A.5).
 ``weights=`` (a stem, either file, or a directory holding ``<name>.*``) names weights kept elsewhere;
-``--controller`` on the command line is :func:`controller_weights`.
+``--controller-weights`` on the command line is :func:`controller_weights`.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Callable
 
 from torch import nn
 
-from tspd.models.loading import ZOO, resolve_path
+from tspd.models.loading import ZOO, Checkpoint, LoadedModel, resolve_path
 from tspd.validate import UsageError
 
 LEARNED = ("tspd", "learn2pd")   # the policies that need trained weights
@@ -31,15 +31,15 @@ def stem_of(weights: str | Path, name: str) -> Path:
     return p.with_suffix("") if p.suffix in SUFFIXES else p
 
 
-def controller_stem(model, name: str, weights: str | Path | None = None) -> Path:
+def controller_stem(model: LoadedModel, name: str, weights: str | Path | None = None) -> Path:
     """The stem (no suffix) of ``name``'s weights: ``weights`` if given, else the loaded ``model``'s own
     ``<model dir>/controllers/<name>``."""
     if weights is not None:
         return stem_of(weights, name)
-    root = getattr(model, "path", None) or getattr(model, "name_or_path", None)   # a LoadedModel, or a bare network
-    if not root or not Path(root).is_dir():
+    root = model.path
+    if root is None or not Path(root).is_dir():
         raise FileNotFoundError(f"cannot locate {name} controller weights: the model has no directory "
-                                f"(name_or_path={root!r}); pass weights=PATH")
+                                f"(path={root!r}); pass weights=PATH")
     return Path(root) / "controllers" / name
 
 
@@ -76,7 +76,7 @@ def load_controller(stem: str | Path, kind: str) -> tuple[dict, dict]:
     return load_file(str(w)), config
 
 
-def load_net(model, name: str, weights, kind: str, build: Callable[[dict], nn.Module]) -> nn.Module:
+def load_net(model: LoadedModel, name: str, weights, kind: str, build: Callable[[dict], nn.Module]) -> nn.Module:
     """The saved network of a learned controller (``build(config)`` makes its shape), in eval mode."""
     state, config = load_controller(controller_stem(model, name, weights), kind)
     net = build(config)
@@ -85,10 +85,10 @@ def load_net(model, name: str, weights, kind: str, build: Callable[[dict], nn.Mo
 
 
 def controller_weights(controller: str, policy: str) -> str:
-    """``--controller``: a trained controller's directory or stem, or an embedded model's name (whose
-    controller is borrowed, with a warning: it was trained on another model)."""
+    """``--controller-weights``: a trained controller's directory or stem, or an embedded model's name
+    (whose controller is borrowed, with a warning: it was trained on another model)."""
     if policy not in LEARNED:
-        raise UsageError(f"--controller is for the learned policies {' and '.join(LEARNED)}, not {policy!r}")
+        raise UsageError(f"--controller-weights is for the learned policies {' and '.join(LEARNED)}, not {policy!r}")
     if Path(controller).name == controller and (ZOO / controller).is_dir():   # a name, not a path
         warnings.warn(f"using the {policy} controller trained on the embedded model {controller!r}, not on this "
                       "model: its gate reads another model's confidence dynamics")
@@ -96,9 +96,10 @@ def controller_weights(controller: str, policy: str) -> str:
     return str(Path(controller).expanduser())
 
 
-def check_controller_files(model, policy: str, policy_kwargs: dict | None = None) -> None:
+def check_controller_files(model: "str | Path | Checkpoint", policy: str, policy_kwargs: dict | None = None) -> None:
     """A learned policy has its trained weights (``weights=``, else ``<model dir>/controllers/``),
-    checked before any model weights load; the error names the two commands that make them."""
+    checked before any model weights load; the error names the two commands that make them. ``model``
+    is the checkpoint (opened, or its name or directory)."""
     if policy not in LEARNED:
         return
     weights = (policy_kwargs or {}).get("weights")
@@ -107,7 +108,7 @@ def check_controller_files(model, policy: str, policy_kwargs: dict | None = None
         if not exists(stem):
             raise UsageError(f"no {policy} controller at {weights} (expected {stem}.safetensors and {stem}.json)")
         return
-    path = resolve_path(model)
+    path = model.path if isinstance(model, Checkpoint) else resolve_path(model)
     stem = path / "controllers" / policy
     if exists(stem):
         return
@@ -116,7 +117,7 @@ def check_controller_files(model, policy: str, policy_kwargs: dict | None = None
         f"`python -m tspd collect-traces --model {path} --prompts flan --flan-source FILE_OR_HUB_ID --n 2640 "
         f"--out traces.pt` (stage 1) then `python -m tspd train-controller --traces traces.pt --kind {policy} "
         f"--out {stem}` (stage 2). The paper's stage 1 took about 2 hours on two A100s for 2,640 prompts with "
-        f"LLaDA-8B and stage 2 six minutes (book: reproduce); `--controller tiny-arith` borrows the embedded "
+        f"LLaDA-8B and stage 2 six minutes (book: reproduce); `--controller-weights tiny-arith` borrows the embedded "
         f"model's controller instead")
 
 

@@ -67,7 +67,8 @@ class TSPDLM(LM):
                 dist.init_process_group("gloo", rank=shard.rank, world_size=shard.world)
         from tspd.models.loading import load_model
         s = self.settings
-        self.model = load_model(s.pretrained, device=s.device, dtype=None if s.dtype == "auto" else s.dtype)
+        self.model = load_model(s.checkpoint or s.pretrained, device=s.device,
+                                dtype=None if s.dtype == "auto" else s.dtype)
         self.tokenizer = self.model.tokenizer
         if self.tokenizer is None:
             raise UsageError(f"{s.pretrained} has no tokenizer files: lm-eval sends text")

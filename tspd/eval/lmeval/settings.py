@@ -10,7 +10,8 @@ JSON object, plus its own ``--device`` and ``--batch_size``. Keys:
 ``policy``             controller (vanilla, fast-dllm, prophet, credit, learn2pd, egp, tspd, ...)
 ``threshold``          the controller's confidence threshold (sugar for ``policy.threshold``)
 ``policy.KEY``         any other controller argument, e.g. ``policy.weights=/path/controllers/tspd``
-``controller``         trained tspd / learn2pd controller (directory, stem, or an embedded model's name)
+``controller_weights`` trained tspd / learn2pd controller (directory, stem, or an embedded model's name);
+                       ``controller``, its earlier name, still works for one release (with a warning)
 ``ce``, ``ce.KEY``     Confidence Extrapolation on/off and its settings
 ``cache``              none | prefix | dual
 ``gen_length``, ``block_length``, ``steps``   the window (default: the checkpoint's own, one token per step)
@@ -38,10 +39,12 @@ import warnings
 from dataclasses import dataclass
 
 from tspd.decoding.config import DecodeConfig
+from tspd.models.loading import Checkpoint
 from tspd.validate import UsageError
 
-DECODE_KEYS = ("policy", "threshold", "controller", "ce", "cache", "gen_length", "block_length", "steps",
+DECODE_KEYS = ("policy", "threshold", "controller_weights", "ce", "cache", "gen_length", "block_length", "steps",
                "temperature", "seed", "confidence_dtype", "fast", "policy_kwargs", "ce_kwargs")
+DEPRECATED_KEYS = {"controller": "controller_weights"}   # old spelling -> key, accepted with a warning for one release
 OTHER_KEYS = ("pretrained", "device", "dtype", "chat", "add_bos_token", "truncate_prompt", "batch_size",
               "mc_num", "mc_batch", "mc_seed", "check_greedy", "eos_fill")
 IGNORED_KEYS = ("trust_remote_code", "max_batch_size")   # lm-eval passes these to every model
@@ -64,12 +67,18 @@ class ModelArgs:
     mc_seed: int = 0
     check_greedy: bool = True
     eos_fill: bool = False
+    checkpoint: Checkpoint | None = dataclasses.field(default=None, compare=False, repr=False)   # pretrained, opened
 
 
 def parse_model_args(args: dict | str | None, device: str | None = None, batch_size=None) -> ModelArgs:
     """``--model_args`` (a dict, a ``k=v,k2=v2`` string or a JSON object) plus lm-eval's ``--device`` and
     ``--batch_size`` -> :class:`ModelArgs`; a bad key or value is one UsageError line."""
     args = model_args_dict(args)
+    for old, new in DEPRECATED_KEYS.items():
+        if old in args:
+            warnings.warn(f"--model_args {old}= is deprecated and will be removed in the next release: use {new}=",
+                          FutureWarning, stacklevel=2)
+            args.setdefault(new, args.pop(old))
     policy_kwargs = dict(_mapping(args.pop("policy_kwargs", None), "policy_kwargs"))
     ce_kwargs = dict(_mapping(args.pop("ce_kwargs", None), "ce_kwargs"))
     for key in [k for k in args if "." in k]:
@@ -87,13 +96,12 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
         raise UsageError("batch_size given twice (--model_args and --batch_size): give it once, with --batch_size")
     batch = _int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
 
-    from tspd.models.loading import CheckpointError, read_config, resolve_path
+    from tspd.models.loading import CheckpointError
     from tspd.decoding.controllers.weights import check_controller_files, controller_weights
     from tspd.validate import check_dtype
     pretrained = str(args.get("pretrained") or "tiny-arith")
-    path = resolve_path(pretrained)                    # one line: no such directory / embedded model
     try:
-        config, _ = read_config(path)
+        checkpoint = Checkpoint.open(pretrained)       # one line: no such directory, no config.json, ...
     except CheckpointError as e:
         raise UsageError(str(e)) from None
     dtype = str(args.get("dtype") or "auto").replace("torch.", "")
@@ -102,8 +110,8 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     policy = str(args.get("policy") or "vanilla")
     if args.get("threshold") is not None:
         policy_kwargs["threshold"] = _float("threshold", args["threshold"])
-    if args.get("controller"):
-        policy_kwargs["weights"] = controller_weights(str(args["controller"]), policy)
+    if args.get("controller_weights"):
+        policy_kwargs["weights"] = controller_weights(str(args["controller_weights"]), policy)
     ce = _bool("ce", args.get("ce", bool(ce_kwargs)))
     if ce_kwargs and not ce:
         raise UsageError("ce.KEY settings given with ce=false: drop them or set ce=true")
@@ -130,8 +138,8 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
             CEConfig(**ce_kwargs)
         except (TypeError, ValueError) as e:
             raise UsageError(f"ce settings: {e}") from None
-    decode = decode.resolved(path)                    # the checkpoint's window where not given; lengths checked
-    check_controller_files(pretrained, policy, decode.policy_kwargs)
+    decode = decode.resolved(checkpoint)              # the checkpoint's window where not given; lengths checked
+    check_controller_files(checkpoint, policy, decode.policy_kwargs)
 
     chat = args.get("chat", "off")
     chat = {True: "on", False: "off"}.get(chat, chat) if isinstance(chat, bool) else str(chat).lower()
@@ -140,14 +148,14 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     if chat == "on":
         from tspd.models.loading import load_tokenizer
         try:
-            template = getattr(load_tokenizer(path), "chat_template", None)
+            template = getattr(load_tokenizer(checkpoint.path), "chat_template", None)
         except CheckpointError:
             template = None
         if not template:
             raise UsageError(f"chat=on, but {pretrained} has no chat template: use chat=off (or auto)")
     eos_fill = args.get("eos_fill", "auto")
     if str(eos_fill).lower() == "auto":
-        eos_fill = bool((getattr(config, "extra", None) or {}).get("tspd_task"))
+        eos_fill = bool((checkpoint.config.extra or {}).get("tspd_task"))
     eos_fill = _bool("eos_fill", eos_fill)
     mc_num = _int("mc_num", args.get("mc_num", 128), low=1)
     mc_batch = min(_int("mc_batch", args.get("mc_batch", 32), low=1), mc_num)
@@ -159,7 +167,8 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
                      truncate_prompt=_bool("truncate_prompt", args.get("truncate_prompt", False)),
                      batch_size=batch, mc_num=mc_num, mc_batch=mc_batch,
                      mc_seed=_int("mc_seed", args.get("mc_seed", 0)),
-                     check_greedy=_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill)
+                     check_greedy=_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill,
+                     checkpoint=checkpoint)
 
 
 # --------------------------------------------------------------------------------------------
