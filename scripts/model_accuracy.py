@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tspd.book.record import accuracy_text, update  # noqa: E402
+from tspd.book.record import accuracy_text, update
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,9 @@ def trace(commits: list[dict[int, int]], conf=0.9, margin=0.5) -> Trace:
         for p, tok in step.items():
             x0[s, 0, p], committed[s, 0, p] = tok, True
             masked[s + 1:, 0, p] = False
-    full = lambda v: torch.full((S, 1, L), float(v))  # noqa: E731
+    def full(v) -> torch.Tensor:
+        return torch.full((S, 1, L), float(v))
+
     return Trace(conf=full(conf), entropy=full(0), margin=full(margin), x0=x0, committed=committed,
                  masked=masked, seen_conf=full(conf), block=torch.zeros(S, dtype=torch.long))
 

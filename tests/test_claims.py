@@ -74,13 +74,13 @@ def _f(verdict):
     return claims.Finding("q", (lo + hi) / 2, lo, hi, 100, 0.0)
 
 
-H, F, O = claims.HOLDS, claims.FAILS, claims.OPEN
+H, F, U = claims.HOLDS, claims.FAILS, claims.OPEN   # holds, fails, undecided
 
 
 @pytest.mark.parametrize("rule,parts,expected", [
-    ("all", [H, H], H), ("all", [H, O], O), ("all", [H, F], F),
-    ("any", [F, H], H), ("any", [F, O], O), ("any", [F, F], F),
-    ("better", [H, O], H), ("better", [H, F], O), ("better", [F, O], F), ("better", [O, O], O),
+    ("all", [H, H], H), ("all", [H, U], U), ("all", [H, F], F),
+    ("any", [F, H], H), ("any", [F, U], U), ("any", [F, F], F),
+    ("better", [H, U], H), ("better", [H, F], U), ("better", [F, U], F), ("better", [U, U], U),
 ])
 def test_joined_claims(rule, parts, expected):
     c = claims.Claim("c", "Table 0", [_f(v) for v in parts], rule)
@@ -172,7 +172,7 @@ def test_run_claims_on_synthetic_runs():
 
 def test_stored_verdicts_round_trip(tmp_path, capsys):
     from tspd.book.claims import store
-    c = claims.Claim("c", "Table 7", [_f(H), _f(O)])
+    c = claims.Claim("c", "Table 7", [_f(H), _f(U)])
     store.report("table07_feature_ablation", {"arith": c}, claims_dir=tmp_path)
     printed = capsys.readouterr().out
     assert "[inconclusive] Table 7: c" in printed

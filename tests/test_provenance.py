@@ -9,7 +9,9 @@ from tspd import provenance
 
 
 def test_revision_marks_uncommitted_changes(tmp_path, monkeypatch):
-    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
     git("init", "-q")
     (tmp_path / "f.txt").write_text("a")
     git("add", "f.txt")

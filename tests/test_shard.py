@@ -44,7 +44,9 @@ def test_merge_orders_rows_and_removes_shard_files(tmp_path):
     (tmp_path / "r.shard-0-of-2.jsonl").write_text(json.dumps({"id": "c", "v": 1}) + "\n")
     (tmp_path / "r.shard-1-of-2.jsonl").write_text(
         json.dumps({"id": "a", "v": 2}) + "\n" + json.dumps({"id": "b", "v": 9}) + "\n")
-    read = lambda f: [json.loads(x) for x in Path(f).read_text().splitlines()]  # noqa: E731
+    def read(f) -> list[dict]:
+        return [json.loads(x) for x in Path(f).read_text().splitlines()]
+
     merged = merge(out, ["a", "b", "c"], read)
     assert [(r["id"], r["v"]) for r in merged] == [("a", 2), ("b", 0), ("c", 1)]
     assert read(out) == merged and shard_files(out) == []

@@ -5,10 +5,11 @@
 - :mod:`tspd.book.claims`: each claim of the paper, its interval and verdict
 - :mod:`tspd.book.record`: what a checkpoint's own record says of its accuracy (``book.model_note``)
 """
-from tspd.book.notebook import (METHODS, agreement, bars, base_run, lengths, measure, method_config,  # noqa: F401
-                                paper_rows, row_label, pareto_front, progress_bar, provenance,
-                                results_dir, rows, setup, variants_dir)
-from tspd.book.notebook import __all__ as _notebook
-from tspd.book.record import model_note  # noqa: F401
+from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
+                                method_config, paper_rows, pareto_front, progress_bar, provenance, results_dir,
+                                row_label, rows, setup, variants_dir)
+from tspd.book.record import model_note
 
-__all__ = [*_notebook, "model_note"]
+__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
+           "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
+           "pareto_front", "model_note"]

@@ -25,7 +25,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from tspd.eval.experiments import ours_label  # noqa: F401 (re-exported)
+from tspd.eval.experiments import ours_label
 
 NUMBERS_FILE = Path(__file__).with_name("paper_numbers.json")
 METRICS = ("tps", "speedup", "accuracy")

@@ -80,7 +80,10 @@ def summarise(partings: list[Parting | None]) -> dict:
     out = {"parted": len(parted)}
     if not parted:
         return out
-    med = lambda xs: statistics.median(xs) if xs else math.nan  # noqa: E731
+
+    def med(xs: list) -> float:
+        return statistics.median(xs) if xs else math.nan
+
     out.update(
         flip=sum(p.kind == "flip" for p in parted),
         timing=sum(p.kind == "timing" for p in parted),

@@ -5,12 +5,11 @@
 - :mod:`~tspd.book.claims.traces`: claims about decoding traces (Figures 1-4) and their measurements
 - :mod:`~tspd.book.claims.store`: each notebook's verdicts kept in ``results/claims/``; the page's rows
 """
-from tspd.book.claims import runs, traces  # noqa: F401
-from tspd.book.claims.stats import (FAILS, HOLDS, MIN_N, OPEN, Claim, Finding, accuracy_gap,  # noqa: F401
-                                    band_verdict, cluster_bootstrap, compare, mean_ratio, paired_bootstrap,
-                                    verdict, wilson)
-from tspd.book.claims import store  # noqa: F401
-from tspd.book.claims.store import NOTEBOOKS, load, load_all, page_rows, report, tally  # noqa: F401
+from tspd.book.claims import runs, store, traces
+from tspd.book.claims.stats import (FAILS, HOLDS, MIN_N, OPEN, Claim, Finding, accuracy_gap, band_verdict,
+                                    cluster_bootstrap, compare, mean_ratio, paired_bootstrap, verdict)
+from tspd.book.claims.store import NOTEBOOKS, load, load_all, page_rows, report, tally
+from tspd.eval.results import wilson   # the accuracy intervals the claims compare
 
 __all__ = ["FAILS", "HOLDS", "MIN_N", "OPEN", "Claim", "Finding", "accuracy_gap", "band_verdict",
            "cluster_bootstrap", "compare", "mean_ratio", "paired_bootstrap", "verdict", "wilson", "runs", "traces",

@@ -24,8 +24,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tspd.eval.results import wilson  # noqa: F401 (re-exported: accuracy intervals of the claims)
-
 HOLDS, FAILS, OPEN = "holds", "does not hold", "inconclusive"
 MIN_N = 30   # fewer problems (or prompts) than this: no verdict but "inconclusive"
 

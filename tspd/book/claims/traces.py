@@ -23,6 +23,11 @@ class FlipStates:
     prompt: torch.Tensor     # [N] prompt index of the state
 
 
+def _cat(parts: list[torch.Tensor], dtype) -> torch.Tensor:
+    """The parts concatenated in ``dtype`` (an empty tensor of it when there are none)."""
+    return torch.cat(parts).to(dtype) if parts else torch.zeros(0, dtype=dtype)
+
+
 def flip_states(data: dict, window: int) -> FlipStates:
     """Per masked (token, step) with ``window`` steps of history: confidence, its spread, and a flip."""
     channel = data["channels"].index("conf")
@@ -38,9 +43,8 @@ def flip_states(data: dict, window: int) -> FlipStates:
         spread.append(recent.std(-1)[keep])
         flip.append(~y[window - 1:][keep])
         prompt.append(torch.full((int(keep.sum()),), int(data["prompt_index"][m])))
-    cat = lambda xs, dtype=None: torch.cat(xs).to(dtype) if xs else torch.zeros(0, dtype=dtype)  # noqa: E731
-    return FlipStates(cat(conf, torch.float32), cat(spread, torch.float32), cat(flip, torch.float32),
-                      cat(prompt, torch.long))
+    return FlipStates(_cat(conf, torch.float32), _cat(spread, torch.float32), _cat(flip, torch.float32),
+                      _cat(prompt, torch.long))
 
 
 def flip_gap(states: FlipStates, unstable_std: float, bins: int, **boot) -> Finding:
@@ -130,7 +134,10 @@ def rightward(st: Stabilisation, **boot) -> Claim:
     (Spearman correlation of position and stabilisation step > 0; prompts resampled)."""
     def corr(pos, step):
         groups = [(pos[st.prompt == p], step[st.prompt == p]) for p in st.prompt.unique().tolist()]
-        stat = lambda cl: spearman(torch.cat([g[0] for g in cl]), torch.cat([g[1] for g in cl]))  # noqa: E731
+
+        def stat(clusters) -> float:
+            return spearman(torch.cat([g[0] for g in clusters]), torch.cat([g[1] for g in clusters]))
+
         return cluster_bootstrap(groups, stat, **boot), len(groups)
     (v1, lo1, hi1), n = corr(st.pos_block, st.stab)
     (v2, lo2, hi2), _ = corr(st.pos_answer, st.stab_global)
@@ -145,7 +152,11 @@ def extrapolable(earlier: torch.Tensor, crossed: torch.Tensor, **boot) -> Findin
     the share (%) that CE commits earlier with the token it finally gets ([B, L] ``earlier``); prompts
     (rows) resampled."""
     rows = [(int(e.sum()), int(c.sum())) for e, c in zip(earlier, crossed)]
-    stat = lambda cl: 100.0 * sum(e for e, _ in cl) / sum(c for _, c in cl) if sum(c for _, c in cl) else float("nan")  # noqa: E731,E501
+
+    def stat(clusters) -> float:
+        crossings = sum(c for _, c in clusters)
+        return 100.0 * sum(e for e, _ in clusters) / crossings if crossings else float("nan")
+
     value, lo, hi = cluster_bootstrap(rows, stat, **boot)
     return Finding("tokens CE commits before the threshold, with their final token (% of crossings)",
                    value, lo, hi, len(rows), 0.0)
