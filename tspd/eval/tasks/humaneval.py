@@ -5,6 +5,12 @@ generations are cut at the HumanEval harness's stops (a new top-level ``def``/``
 or comment). Chat generations are not cut (they usually restate the whole function in a fenced block);
 the grader takes the code out of the fence and, if it defines the entry point at top level, runs it
 after the prompt (so the prompt's imports and helpers stay available) instead of appending it.
+
+Parity with the reference harness, kept on purpose: the data set's ``check(candidate)`` runs as
+written, as in OpenAI's human-eval, so a completion that returns an object whose ``__eq__`` always says
+True passes its ``assert candidate(...) == expected`` lines. A guard would make pass@1 here a different
+quantity from the one the paper and the reference harness report; such a completion is visible in its
+row's ``extracted`` code.
 """
 from __future__ import annotations
 
@@ -50,5 +56,7 @@ class HumanEval(Task):
         return sample["canonical_solution"]
 
     def grade(self, sample: dict, completion: str) -> dict:
+        """The data set's tests run against the completion in the sandbox, exactly as the reference harness
+        runs them (so a return value whose ``__eq__`` always says True passes there and here)."""
         program, code = build_program(sample, completion)
         return {**run_tests(program, self.limits), "extracted": code}
