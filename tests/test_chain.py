@@ -99,9 +99,9 @@ def test_grading_accepts_any_solution_with_the_right_final():
 
 def test_answers_fit_the_window_with_a_subword_tokenizer(tmp_path):
     from tspd.models.subword_tokenizer import train_tokenizer
-    from tspd.training.train_lm import task_texts
+    from tspd.training.lm.data import task_texts
 
-    tok = train_tokenizer(task_texts(chain, n=2000), tmp_path)
+    tok = train_tokenizer(task_texts(2000, task=chain), tmp_path)
     lengths = [len(tok(p["answer"], add_special_tokens=False)["input_ids"]) for p in chain.load_split("test", 200)]
     assert max(lengths) < chain.GEN_LENGTH - 32 and sum(lengths) / len(lengths) > 80
 

@@ -1,9 +1,9 @@
-"""The regime figures (tspd.eval.regime): which decodings, and what the summary says of them."""
+"""The regime figures (tspd.eval.regime): which decodings, and what the headline figures say of them."""
 from __future__ import annotations
 
 import pytest
 
-from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, decodings, summary
+from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, decodings, headline
 
 
 def test_the_decodings_cover_tpf_the_fixed_schedule_each_cache_and_the_longer_window():
@@ -23,10 +23,10 @@ def test_summary_gives_costs_in_points_of_accuracy():
     rows = {"vanilla": _row(90), "fast": _row(88, tpf=5.5), "fixed4": _row(80), "vanilla_prefix": _row(89),
             "vanilla_dual": _row(91), "fast_prefix": _row(88), "fast_dual": _row(85), "vanilla_512": _row(20, 24),
             "vanilla_short": _row(22, 24)}
-    s = summary(rows)
+    s = headline(rows)
     assert tuple(s) == REGIME_COLUMNS
     assert s["fast_tpf"] == 5.5 and s["fixed_loss"] == pytest.approx(10.0)
     assert s["vanilla_prefix_cost"] == pytest.approx(1.0) and s["vanilla_dual_cost"] == pytest.approx(-1.0)
     assert s["fast_dual_cost"] == pytest.approx(3.0) and s["long_accuracy"] == pytest.approx(20 / 24)
     assert s["long_gap"] == pytest.approx(100 * 2 / 24, abs=0.01)
-    assert summary({k: v for k, v in rows.items() if k != "vanilla_512"}, RegimeConfig(long_windows=()))["long_gap"] is None
+    assert headline({k: v for k, v in rows.items() if k != "vanilla_512"}, RegimeConfig(long_windows=()))["long_gap"] is None

@@ -7,7 +7,7 @@ from tspd.eval.tasks import arith
 from tspd.models.char_tokenizer import SPECIAL_TOKENS
 from tspd.models.loading import load_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer
-from tspd.training.train_lm import task_texts
+from tspd.training.lm.data import task_texts
 
 
 @pytest.fixture(scope="module")

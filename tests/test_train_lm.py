@@ -12,8 +12,11 @@ import torch
 from tspd import load_model
 from tspd.eval.tasks import arith
 from tspd.models.char_tokenizer import build_tokenizer
-from tspd.training.train_lm import (STATE, LMTrainConfig, encode_answer, lr_factor, make_batch, model_config, sft_loss,
-                           stratified_uniform, train)
+from tspd.training.lm.config import LMTrainConfig
+from tspd.training.lm.data import encode_answer, make_batch
+from tspd.training.lm.objective import lr_factor, model_config, sft_loss, stratified_uniform
+from tspd.training.lm.record import STATE
+from tspd.training.train_lm import train
 from tspd.eval.results import wilson
 
 # threads=1: tiny matmuls gain nothing from a second thread and stall badly when the CPU is shared
@@ -51,7 +54,7 @@ def test_encode_answer_never_truncates(tokenizer):
 
 
 def test_batch_stream_raises_instead_of_hanging(tokenizer):
-    from tspd.training.train_lm import BatchStream
+    from tspd.training.lm.data import BatchStream
     stream = BatchStream(tokenizer, LMTrainConfig(out="", batch_size=2, gen_length=16))   # answers do not fit
     try:
         with pytest.raises(RuntimeError, match="training batch"):
@@ -160,11 +163,11 @@ def test_tiny_training_run_writes_a_loadable_checkpoint(tmp_path):
 
 def test_evaluate_scores_through_generate(tmp_path):
     """The evaluation path (tspd.generate) runs on a tiny model and returns a well-formed record."""
-    from tspd.training.train_lm import evaluate
+    from tspd.training.lm.evaluation import sweep_row
     out = tmp_path / "tiny"
     train(LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0), log=lambda s: None)
     model = load_model(out)
-    r = evaluate(model, arith.load_split("test", 2), gen_length=128, block_length=32, steps=4)
+    r = sweep_row(model, arith.load_split("test", 2), gen_length=128, block_length=32, steps=4)
     assert r["n"] == 2 and 0 <= r["correct"] <= 2 and r["nfe"] == 4
 
 
@@ -216,7 +219,7 @@ def test_learning_curve_is_recorded(tmp_path):
 
 
 def test_a_try_that_cannot_copy_question_numbers_stops_at_the_gate(tmp_path):
-    from tspd.training.train_lm import gate_failed
+    from tspd.training.lm.evaluation import gate_failed
     cfg = LMTrainConfig(out="", gate_minutes=20, gate_copy=0.5)
     assert gate_failed(cfg, {"minutes": 10, "probe_operand_question": 0.1}) is None       # too early to judge
     assert gate_failed(cfg, {"minutes": 20, "probe_operand_question": 0.6}) is None       # learned
@@ -245,7 +248,7 @@ def test_structured_masking_scores_only_what_it_says(tokenizer):
 
 
 def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):
-    from tspd.training.train_lm import SWEEP, final_evaluation
+    from tspd.training.lm.evaluation import SWEEP, final_evaluation
     out = tmp_path / "sweep"
     cfg = LMTrainConfig(out=str(out), **TINY, batch_size=4, max_steps=2, final_eval_n=0)
     train(cfg, log=lambda s: None)
@@ -267,7 +270,8 @@ def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):
 
 
 def test_a_resumed_run_upgrades_an_older_eval_log(tmp_path):
-    from tspd.training.train_lm import EVAL_COLUMNS, read_log, upgrade_eval_log
+    from tspd.training.lm.evaluation import EVAL_COLUMNS
+    from tspd.training.lm.record import read_log, upgrade_eval_log
     path = tmp_path / "eval_log.csv"
     path.write_text("step,minutes,loss,accuracy,n,probe_final\n10,1.0,0.5,0.25,200,0.5\n")
     upgrade_eval_log(path)
@@ -284,7 +288,7 @@ def test_a_partial_alteration_reaches_the_batch_as_its_learned_tokens(tokenizer)
     n = len(tokenizer(a["answer"][:a["scored_chars"]], add_special_tokens=False)["input_ids"])
     assert b.until[:, 0].tolist() == [n, 0] and b.clean[0, 0] < n
     cfg = LMTrainConfig(out="", batch_size=16, alter_frac=1.0, alter_any=1.0, gen_length=64)
-    from tspd.training.train_lm import BatchStream
+    from tspd.training.lm.data import BatchStream
     stream = BatchStream(tokenizer, cfg)
     try:
         assert int((next(stream).until > 0).sum()) > 0
@@ -301,7 +305,7 @@ def test_altered_problems_keep_their_first_line_clean(tokenizer):
     assert b.clean[:, 0].tolist() == [n, 0]
     assert make_batch(tokenizer, p, gen_length=64).clean is None       # no altered problem: no clean prefix
     cfg = LMTrainConfig(out="", batch_size=8, alter_frac=0.5, gen_length=64)
-    from tspd.training.train_lm import BatchStream
+    from tspd.training.lm.data import BatchStream
     first, again = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg)
     try:
         x, y = next(first), next(again)
@@ -312,7 +316,7 @@ def test_altered_problems_keep_their_first_line_clean(tokenizer):
 
 
 def test_swapped_operands_are_seeded_by_the_batch(tokenizer):
-    from tspd.training.train_lm import BatchStream
+    from tspd.training.lm.data import BatchStream
     plain, swap = (LMTrainConfig(out="", batch_size=8, swap_frac=f, gen_length=64) for f in (0.0, 1.0))
     streams = BatchStream(tokenizer, plain), BatchStream(tokenizer, swap), BatchStream(tokenizer, swap)
     try:
@@ -326,7 +330,7 @@ def test_swapped_operands_are_seeded_by_the_batch(tokenizer):
 
 
 def test_the_window_defaults_to_the_task_and_long_windows_parse():
-    from tspd.training.train_lm import windows
+    from tspd.training.lm.config import windows
     assert (LMTrainConfig(out="").gen_length, LMTrainConfig(out="", task="chain").gen_length) == (64, 256)
     assert LMTrainConfig(out="", task="chain", gen_length=128).gen_length == 128
     cfg = LMTrainConfig(out="", task="chain", long_windows="512:0.1, 1024:0.05")
@@ -340,7 +344,7 @@ def test_the_window_defaults_to_the_task_and_long_windows_parse():
 
 
 def test_long_window_batches_are_seeded_and_hold_fewer_problems(tokenizer):
-    from tspd.training.train_lm import BatchStream
+    from tspd.training.lm.data import BatchStream
     cfg = LMTrainConfig(out="", batch_size=8, gen_length=64, long_windows="128:0.3,256:0.2")
     a, b = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg, skip_batches=5)
     try:

@@ -6,7 +6,9 @@ import torch
 
 from tspd import load_model
 from tspd.models.llada import LLaDAModelLM
-from tspd.training.train_lm import LMTrainConfig, model_config, train
+from tspd.training.lm.config import LMTrainConfig
+from tspd.training.lm.objective import model_config
+from tspd.training.train_lm import train
 from tspd.training.warm_start import block_state, parse_layers, warm_start
 
 TINY = dict(d_model=32, n_heads=2, mlp_hidden=64, threads=1, batch_size=4, final_eval_n=0, log_every=1)

@@ -10,7 +10,7 @@ depend on, and an embedded model stands in for it only where it shares them:
 - longer windows still answer: vanilla at 512 / 1024 within 2.3 points of 256 (Table 3).
 
 :func:`regime_figures` measures each on held-out problems through :func:`tspd.decoding.loop.generate`,
-the path of every benchmark: one row per decoding, with n, right answers and TPF. :func:`summary` turns the
+the path of every benchmark: one row per decoding, with n, right answers and TPF. :func:`headline` turns the
 rows into the few numbers a training log tracks (``REGIME_COLUMNS``). The anchors are LLaDA-8B's, quoted
 as theirs (:data:`ANCHORS`).
 """
@@ -111,7 +111,7 @@ REGIME_COLUMNS = ("fast_tpf", "fixed_loss", "vanilla_prefix_cost", "vanilla_dual
                   "fast_dual_cost", "long_accuracy", "long_gap")
 
 
-def summary(rows: dict[str, dict], cfg: RegimeConfig = RegimeConfig()) -> dict[str, float | None]:
+def headline(rows: dict[str, dict], cfg: RegimeConfig = RegimeConfig()) -> dict[str, float | None]:
     """The figures a training log tracks, in points of accuracy (a cost is no-cache minus cached): Fast-dLLM's
     TPF, the fixed schedule's loss, what each cache costs vanilla and Fast-dLLM, and the first longer
     window's accuracy and its gap to the same problems at the checkpoint's window."""
@@ -124,4 +124,4 @@ def summary(rows: dict[str, dict], cfg: RegimeConfig = RegimeConfig()) -> dict[s
             "long_accuracy": acc(long) if long else None, "long_gap": diff("vanilla_short", long) if long else None}
 
 
-__all__ = ["ANCHORS", "RegimeConfig", "score", "decodings", "regime_figures", "REGIME_COLUMNS", "summary"]
+__all__ = ["ANCHORS", "RegimeConfig", "score", "decodings", "regime_figures", "REGIME_COLUMNS", "headline", "paired_gap"]

@@ -19,7 +19,7 @@ Schemes (each sample of a batch draws its own; ``mix`` is the share that is not 
   later line can give a masked result away (under the other schemes the next line's copy of a result, or
   the final line, often can), so a result must be computed from the operands written before it.
 
-The loss (:func:`tspd.training.train_lm.sft_loss`) weights each scored position by ``1/t``, as Eq. 5.
+The loss (:func:`tspd.training.lm.objective.sft_loss`) weights each scored position by ``1/t``, as Eq. 5.
 """
 from __future__ import annotations
 

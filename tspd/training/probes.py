@@ -109,7 +109,7 @@ def _encode(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
 
 
 def _window(tokenizer, ids: list[int], gen_length: int) -> list[int]:
-    """The answer window as training builds it (``train_lm.encode_answer``): ids, then EOS fill."""
+    """The answer window as training builds it (``tspd.training.lm.data.encode_answer``): ids, then EOS fill."""
     if len(ids) >= gen_length:
         raise ValueError(f"answer of {len(ids)} tokens does not fit gen_length={gen_length} with an EOS after it")
     return ids + [tokenizer.eos_token_id] * (gen_length - len(ids))

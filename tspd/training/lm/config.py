@@ -1,0 +1,109 @@
+"""``train-lm``'s settings: one :class:`LMTrainConfig`, its command-line options and the exact command line.
+
+The window defaults to the task's own (``arith`` 64, ``chain`` 256, both in blocks of 32). ``--long-windows``
+puts a share of the batches in longer windows, the answer EOS-filled to their end, as LLaDA-Instruct pads
+its answers, so that the model still answers when decoded in a longer window (paper Table 3).
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import asdict, dataclass
+
+from tspd.eval.tasks.generated import GENERATED, generated_task
+from tspd.options import add_dataclass_arguments
+from tspd.training.masking import SCHEMES
+
+
+@dataclass
+class LMTrainConfig:
+    out: str
+    task: str = "arith"            # the generated task trained on: arith (3-4 short lines) | chain (5-10 lines, 256 window)
+    d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
+    n_layers: int = 4              # transformer blocks
+    n_heads: int = 4               # attention heads
+    mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
+    gen_length: int | None = None  # answer region = the inference window (None: the task's own: arith 64, chain 256)
+    block_length: int | None = None  # semi-AR block of evaluation and block masking (None: the task's own, 32)
+    long_windows: str = ""         # share of batches in longer windows, e.g. 512:0.15,1024:0.05 (answers EOS-filled)
+    tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
+    masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
+    mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
+    alter_frac: float = 0.0        # share of problems with line 1's result altered and carried through (read what is written)
+    alter_any: float = 0.0         # share of those altered to any value, learned only up to the line it breaks (copy anyway)
+    swap_frac: float = 0.0         # share of problems with + and * operands in random order (two right answers a line)
+    batch_size: int = 64           # sequences per optimizer step
+    lr: float = 3e-3               # peak AdamW learning rate
+    min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
+    warmup_frac: float = 0.03      # of the run (steps or minutes)
+    weight_decay: float = 0.1      # on matrices only, not on norms and embeddings
+    eps: float = 1e-3              # t ~ U(eps, 1]: LLaDA's lower bound keeps the 1/t weight finite
+    minutes: float | None = None   # wall-time budget of the training loop (schedule follows time)
+    max_steps: int | None = None   # step budget (with --minutes: whichever ends first)
+    device: str = "cpu"            # cpu | cuda (bf16 autocast on CUDA)
+    compile: bool = False          # torch.compile the model: about 2x faster on this CPU after a ~1 min compile
+    seed: int = 0                  # initialisation, data stream and masking noise
+    eval_every: int = 0            # steps between in-training evaluations (0 = never)
+    eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
+    eval_n: int = 200              # test problems for in-training evaluations (accuracy and probes)
+    regime: bool = False           # also log the regime figures at each evaluation (tspd.eval.regime: TPF, caches, 2x window)
+    regime_long_n: int = 32        # problems for the 2x window's vanilla figure (a forward per token: costly)
+    gate_minutes: float = 0.0      # stop a try that cannot copy question numbers by then (0 = never)
+    gate_copy: float = 0.5         # question-number probe a try needs by --gate-minutes
+    final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
+    eval_batch: int = 500          # prompts per generate() call
+    save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
+    log_every: int = 25            # steps between log lines (and at least one a minute)
+    prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile
+    threads: int | None = None     # torch CPU threads (None = torch's default)
+    resume: bool = False           # continue from --out's train_state.pt (same data stream and schedule)
+    init_from: str | None = None   # warm start from this checkpoint: its tokenizer, embeddings, head and blocks
+    init_layers: str | None = None  # which of --init-from's blocks, in order, e.g. 0,3 (default: its first --n-layers)
+
+    def __post_init__(self):   # the window defaults to the task's own
+        task = generated_task(self.task)
+        if self.gen_length is None:
+            self.gen_length = task.GEN_LENGTH
+        if self.block_length is None:
+            self.block_length = task.BLOCK_LENGTH
+        windows(self)          # a malformed --long-windows fails here, before anything runs
+
+
+def windows(cfg: "LMTrainConfig") -> list[tuple[int, float]]:
+    """``--long-windows`` as ``[(window, share)]``: each window a multiple of ``gen_length``, shares < 1 in all."""
+    out = []
+    for part in filter(None, cfg.long_windows.replace(" ", "").split(",")):
+        try:
+            w, share = part.split(":")
+            out.append((int(w), float(share)))
+        except ValueError:
+            raise ValueError(f"--long-windows: {part!r} is not WINDOW:SHARE (e.g. 512:0.15)") from None
+    for w, share in out:
+        if w <= cfg.gen_length or w % cfg.block_length or not 0 < share < 1:
+            raise ValueError(f"--long-windows: {w}:{share} needs a window above {cfg.gen_length}, a multiple of "
+                             f"{cfg.block_length}, and a share in (0, 1)")
+    if sum(s for _, s in out) >= 1:
+        raise ValueError("--long-windows: the shares must leave some batches at --gen-length")
+    return out
+
+
+CHOICES = {"task": list(GENERATED), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="output checkpoint directory")
+    add_dataclass_arguments(p, LMTrainConfig, skip=("out",), choices=CHOICES)
+    p.add_argument("--eval-only", action="store_true",
+                   help="skip training: evaluate the checkpoint in --out and append to its TRAINING.md")
+
+
+def command_line(cfg: LMTrainConfig) -> str:
+    """The exact command that reproduces this run (every option spelt out)."""
+    parts = ["python", "-m", "tspd", "train-lm"]
+    for k, v in asdict(cfg).items():
+        flag = "--" + k.replace("_", "-")
+        if isinstance(v, bool):
+            parts += [flag] if v else []
+        elif v is not None:
+            parts += [flag, str(v)]
+    return shlex.join(parts)

@@ -1,0 +1,137 @@
+"""What ``train-lm`` measures: the learning curve's points and the final sweep, through :func:`tspd.generate`.
+
+Each point of the learning curve (``--eval-minutes``) has the held-out accuracy with 1 token per step, the
+teacher-forced probes (:mod:`tspd.training.probes`: what the model has learned before the accuracy moves)
+and, with ``--regime``, the regime figures (:mod:`tspd.eval.regime`). The final evaluation reloads the
+saved checkpoint and decodes with every setting of :data:`SWEEP` (Sec. 1: committing several tokens per
+step loses accuracy), resumably.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headline
+from tspd.eval.tasks import arith
+from tspd.eval.tasks.generated import generated_task
+from tspd.training import probes
+from tspd.training.lm.config import LMTrainConfig
+
+# The final evaluation: 1 token per step, then what parallel decoding costs (Sec. 1: committing several
+# tokens per step loses accuracy). (policy, threshold, tokens per step).
+SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.8, 0.7, 0.5)] + \
+        [("vanilla", None, k) for k in (2, 4, 8)]
+
+
+EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *REGIME_COLUMNS)   # eval_log.csv
+
+
+@torch.no_grad()
+def sweep_row(model, problems: list[dict], gen_length: int = 128, block_length: int = 32,
+             steps: int | None = None, policy: str = "vanilla", threshold: float | None = None,
+             batch: int = 500, task=arith) -> dict:
+    """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems`` of ``task``."""
+    from tspd.decoding.config import DecodeConfig
+    from tspd.eval.regime import score
+
+    steps = gen_length if steps is None else steps
+    decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
+                             steps=steps)
+    r = score(model, task, problems, decode, batch)
+    return {"policy": policy, "threshold": threshold, "steps": steps, "n": r["n"], "correct": r["correct"],
+            "accuracy": r["accuracy"] if r["n"] else 0.0, "nfe": r["nfe"], "tpf": r["tpf"],
+            "lines": task.line_accuracy(problems, r["texts"]), "templates": task.template_accuracy(problems, r["texts"])}
+
+
+def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
+    """Reload the saved checkpoint and score it with every decoding of :data:`SWEEP`.
+
+    Each row is written to ``evals.json`` as soon as it is measured, with the checkpoint's hash; an
+    interrupted sweep rerun on the same checkpoint (``--eval-only``) keeps those rows and measures
+    only the rest.
+    """
+    from tspd.models.loading import load_model
+
+    if cfg.final_eval_n <= 0:
+        return []
+    model = load_model(out, device=cfg.device)
+    task = generated_task(cfg.task)
+    problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
+    weights = hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()[:16]
+    path = out / "evals.json"
+    before = json.loads(path.read_text()) if path.exists() else []
+    done = {(r["policy"], r["threshold"], r.get("tokens_per_step"), r["n"]): r for r in before
+            if r.get("weights") == weights and "accuracy" in r}
+    results = []
+    for policy, threshold, per_step in SWEEP:
+        if (policy, threshold, per_step, len(problems)) in done:
+            results.append(done[policy, threshold, per_step, len(problems)])
+            continue
+        t0 = time.time()
+        steps = cfg.gen_length // per_step if per_step else cfg.gen_length
+        try:
+            r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, steps, policy,
+                         threshold, cfg.eval_batch, task)
+        except Exception as e:   # a decoding policy that is missing or broken must not lose the checkpoint
+            r = {"policy": policy, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
+        r["tokens_per_step"] = per_step
+        r["seconds"] = round(time.time() - t0, 1)
+        r["weights"] = weights
+        log(f"eval {policy} threshold={threshold} tokens/step={per_step}: " +
+            (f"{r['accuracy']:.1%} of {r['n']} (nfe {r['nfe']}, {r['seconds']} s)" if "accuracy" in r else r["error"]))
+        results.append(r)
+        path.write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+def final_probes(out: Path, cfg: LMTrainConfig) -> dict | None:
+    """The probes of the saved checkpoint on the final evaluation's problems, also written to ``probes.json``."""
+    from tspd.models.loading import load_model
+
+    if cfg.final_eval_n <= 0:
+        return None
+    model = load_model(out, device=cfg.device)
+    task = generated_task(cfg.task)
+    problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
+    probed = {"n": len(problems), **probes.run_probes(model, model.tokenizer, problems, cfg.gen_length,
+                                                      mask_id=model.special.mask)}
+    (out / "probes.json").write_text(json.dumps(probed, indent=1) + "\n")
+    return probed
+
+
+def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: float) -> dict:
+    """One point of the learning curve: held-out accuracy (1 token per step) and the probes.
+
+    The probes (:mod:`tspd.training.probes`) say what the model has learned before the accuracy moves:
+    copying question numbers, reading its own earlier results, each operation, the final line.
+    """
+    task = generated_task(cfg.task)
+    problems = task.load_split("test", cfg.eval_n)
+    was_training = model.module.training
+    model.module.eval()
+    figures, rows = dict.fromkeys(REGIME_COLUMNS), None
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
+        if cfg.regime:
+            rc = RegimeConfig(n=cfg.eval_n, long_n=cfg.regime_long_n, long_windows=(2 * cfg.gen_length,),
+                              batch=cfg.eval_batch)
+            rows = regime_figures(model, task, problems, cfg.gen_length, cfg.block_length, rc)
+            r, figures = rows["vanilla"], headline(rows, rc)
+        else:
+            r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch, task=task)
+        probed = probes.run_probes(model, model.tokenizer, problems, cfg.gen_length, mask_id=model.special.mask)
+    model.module.train(was_training)
+    return {"step": step, "minutes": round(minutes, 4), "loss": round(loss, 4), "accuracy": r["accuracy"],
+            "n": r["n"], **probed, **figures, "regime": rows}
+
+
+def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:
+    """Why a try stops early (it has not learned to copy question numbers by ``--gate-minutes``), or None."""
+    copy = point.get("probe_operand_question")
+    if cfg.gate_minutes and point["minutes"] >= cfg.gate_minutes and copy is not None and copy < cfg.gate_copy:
+        return (f"after {point['minutes']:.0f} min the model copies {copy:.0%} of question numbers "
+                f"(--gate-copy {cfg.gate_copy:.0%} by --gate-minutes {cfg.gate_minutes:g})")
+    return None

@@ -1,0 +1,97 @@
+"""The model and the objective of ``train-lm``: LLaDA's architecture and its SFT loss (Nie et al., 2025).
+
+Objective (Sec. 2.3 / Eq. 5): a sequence is ``prompt + answer``, the answer padded with EOS up to the
+window. Each sample draws ``t ~ U(eps, 1]`` and its answer positions (EOS padding included) are masked
+with probability ``t`` (or as :mod:`tspd.training.masking` says); the prompt is never masked. The loss is
+the cross-entropy of the masked positions, each weighted by ``1/t``, summed and divided by the answer
+region's length, averaged over the batch::
+
+    L = E_b [ 1/L_ans * sum_{i in answer, masked} -log p(x_i | x_t) / t ]
+
+The times ``t`` of a batch are stratified (one draw in each of ``B`` equal slices of ``(eps, 1]``, in a
+random order), which keeps the expectation and lowers the variance of the 1/t-weighted loss. Optimiser:
+AdamW, linear warmup then cosine decay, gradient clipping at 1.0.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from tspd.eval.tasks.generated import generated_task
+from tspd.models.config import LLaDAConfig
+from tspd.models.llada import LLaDAModelLM
+from tspd.training.lm.config import LMTrainConfig, windows
+from tspd.training.lm.data import Batch
+from tspd.training.masking import Masking, mask_answer
+
+
+def model_config(cfg: LMTrainConfig, tokenizer) -> LLaDAConfig:
+    """An LLaDAConfig whose vocabulary and special ids come from the tokenizer."""
+    task = generated_task(cfg.task)
+    longest = max([cfg.gen_length] + [w for w, _ in windows(cfg)])
+    return LLaDAConfig(
+        d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, mlp_hidden_size=cfg.mlp_hidden,
+        vocab_size=len(tokenizer), max_sequence_length=max(512, 2 * longest), rope_theta=10000.0,
+        mask_token_id=tokenizer.mask_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        extra={"tspd_task": {"name": task.__name__, "fingerprint": task.fingerprint(),
+                             "prompt": "the question text, no template",
+                             "gen_length": cfg.gen_length, "block_length": cfg.block_length}})
+
+
+def init_weights(model: LLaDAModelLM) -> None:
+    """GPT-2 style: N(0, 0.02) everywhere, residual output projections scaled by 1/sqrt(2 n_layers)."""
+    std = 0.02
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            continue                                  # RMSNorm weights stay 1
+        residual = ".blocks." in name and name.endswith(("attn_out.weight", "ff_out.weight"))
+        scale = 1 / math.sqrt(2 * model.config.n_layers) if residual else 1.0
+        torch.nn.init.normal_(p, mean=0.0, std=std * scale)
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
+             generator: torch.Generator | None = None, masking: Masking = Masking(),
+             eos_id: int | None = None) -> torch.Tensor:
+    """LLaDA SFT loss (Eq. 5): masked-token CE weighted by 1/t over the answer region / its length.
+
+    ``masking`` says which positions are masked and scored (:mod:`tspd.training.masking`); the default
+    is LLaDA's uniform masking, where every masked position is scored.
+    """
+    ids, P = batch.input_ids, batch.prompt_width
+    answer = ids[:, P:]
+    B, L = answer.shape
+    t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
+    masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator, batch.clean, batch.until)
+    noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
+    logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
+    ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
+    return ((ce * scored / ratio).sum(-1) / L).mean()
+
+
+def stratified_uniform(n: int, device, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``[n, 1]`` draws in [0, 1), one in each slice [i/n, (i+1)/n), shuffled: uniform marginals, less variance."""
+    u = torch.rand(n, device=device, generator=generator)
+    order = torch.randperm(n, device=device, generator=generator)
+    return ((order + u) / n).unsqueeze(1)
+
+
+def lr_factor(progress: float, warmup_frac: float, min_lr_frac: float) -> float:
+    """Linear warmup over the first ``warmup_frac`` of the run, then cosine decay to ``min_lr_frac``."""
+    if progress < warmup_frac:
+        return max(progress / warmup_frac, 1e-3)
+    p = min((progress - warmup_frac) / max(1 - warmup_frac, 1e-9), 1.0)
+    return min_lr_frac + (1 - min_lr_frac) * 0.5 * (1 + math.cos(math.pi * p))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: LMTrainConfig, fused: bool) -> torch.optim.Optimizer:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "wte" not in n]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "wte" not in n)]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), fused=fused)

@@ -1,0 +1,190 @@
+"""``train-lm``'s record: ``TRAINING.md`` (command, revision, device, curve, probes, sweep), the CSV logs,
+and the files a run leaves in ``--out`` (the bf16 checkpoint, rewritten every few minutes, and the
+resumable state ``train_state.pt``)."""
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from tspd.eval.results import wilson
+from tspd.models.llada import LLaDAModelLM
+from tspd.models.loading import save_model
+from tspd.training import probes
+from tspd.training.lm.evaluation import EVAL_COLUMNS
+
+STATE = "train_state.pt"   # resumable training state beside the checkpoint (not shipped)
+
+
+def _decoding_name(r: dict) -> str:
+    if r["policy"] == "vanilla":
+        k = r.get("tokens_per_step") or 1
+        return "1 token per step (vanilla)" if k == 1 else f"{k} tokens per step (vanilla, fixed schedule)"
+    return f"{r['policy']}, confidence threshold {r['threshold']}"
+
+
+def sweep_table(evals: list[dict]) -> list[str]:
+    """Markdown rows: accuracy with its 95 % interval, change against 1 token per step, forwards."""
+    base = next((r for r in evals if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
+                 and "accuracy" in r), None)
+    rows = ["| decoding | accuracy (95 % interval) | vs 1 token/step (points) | n | forwards (batch max) |",
+            "|---|---|---|---|---|"]
+    for r in evals:
+        if "accuracy" not in r:
+            rows.append(f"| {_decoding_name(r)} | not measured: {r['error']} | | {r['n']} | |")
+            continue
+        lo, hi = wilson(r["correct"], r["n"])
+        delta = f"{100 * (r['accuracy'] - base['accuracy']):+.1f}" if base and r is not base else ""
+        rows.append(f"| {_decoding_name(r)} | {r['accuracy']:.1%} ({r['correct']}/{r['n']}; "
+                    f"{lo:.1%}-{hi:.1%}) | {delta} | {r['n']} | {r['nfe']} |")
+    return rows
+
+
+# The learning curve's probes: with everything after the span masked (the state of a decoder that has written
+# the answer up to it), so a later line cannot give the span away.
+CURVE_PROBES = {"next_operand_question": "question numbers", "next_operand_result": "earlier results",
+                "next_result_mul": "products", "next_result_add": "sums", "next_result_sub": "differences",
+                "next_final": "final line", "cf_next_copied": "counterfactual: copies",
+                "one_pass_final": "final in one forward"}
+
+
+REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fixed_loss": "4 tokens/step: points lost",
+                "vanilla_prefix_cost": "prefix cache costs vanilla", "vanilla_dual_cost": "dual cache costs vanilla",
+                "fast_prefix_cost": "prefix cache costs Fast-dLLM", "fast_dual_cost": "dual cache costs Fast-dLLM",
+                "long_accuracy": "2x window: vanilla", "long_gap": "2x window: points lost"}
+
+
+def regime_curve(curve: list[dict]) -> list[str]:
+    """Markdown: the regime figures (:mod:`tspd.eval.regime`) at each evaluation that logged them."""
+    points = [c for c in curve if c.get("fast_tpf") is not None]
+    if not points:
+        return []
+    cell = lambda k, v: "" if v is None else f"{v:.0%}" if k == "long_accuracy" else f"{v:.2f}" if k == "fast_tpf" \
+        else f"{v:+.1f}"   # noqa: E731
+    rows = ["## Regime figures during training (`tspd.eval.regime`; costs in points, no cache minus cached)", "",
+            "| step | minutes | " + " | ".join(REGIME_NAMES.values()) + " |", "|---|---|" + "---|" * len(REGIME_NAMES)]
+    rows += [f"| {c['step']} | {c['minutes']:.1f} | " + " | ".join(cell(k, c.get(k)) for k in REGIME_NAMES) + " |"
+             for c in points]
+    return rows + [""]
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{x:.0%}"
+
+
+def probe_table(probed: dict) -> list[str]:
+    """Markdown: the final record's teacher-forced probes and the counterfactual, with the rest of the
+    answer visible and with everything after the span masked."""
+    names = {"operand_question": "question numbers", "operand_result": "earlier results", "result*": "products",
+             "result+": "sums", "result-": "differences", "result/": "quotients", "final": "final line"}
+    rows = ["## Teacher-forced probes (`tspd.training.probes`: the reference solution in the window, one span masked)",
+            "", f"On the first {probed['n']} test problems; the counterfactual on the {probed['cf_n']} of them whose "
+            "first result is copied by a later line (that result altered, the copy masked: does the model write "
+            "the altered value, or recompute the true one?).", "",
+            "| probe | rest of the answer visible | everything after the span masked |", "|---|---|---|"]
+    rows += [f"| {name} | {_pct(probed.get(probes.ROLE_COLUMNS[role]))} | {_pct(probed.get(probes.NEXT_COLUMNS[role]))} |"
+             for role, name in names.items()]
+    rows += [f"| counterfactual: copies the altered value | {_pct(probed.get('cf_copied'))} | "
+             f"{_pct(probed.get('cf_next_copied'))} |",
+             f"| counterfactual: recomputes the true value | {_pct(probed.get('cf_recomputed'))} | "
+             f"{_pct(probed.get('cf_next_recomputed'))} |",
+             f"| counterfactual, the {probed.get('cf_valid_n', '?')} whose altered value keeps every later line valid: "
+             f"copies | {_pct(probed.get('cf_copied_valid'))} | {_pct(probed.get('cf_next_copied_valid'))} |",
+             f"| final line, the whole window masked (one forward: `probes.one_pass`) | | "
+             f"{_pct(probed.get('one_pass_final'))} |"]
+    return rows + [""]
+
+
+def write_training_md(out: Path, info: dict) -> None:
+    task = info.get("task", "arith")
+    lines = [f"# {'tiny-arith' if task == 'arith' else out.name}: training record", "",
+             "Embedded masked diffusion LM (LLaDA architecture) trained with the LLaDA SFT objective on "
+             f"`tspd.eval.tasks.{task}` (synthetic GSM8K-style problems). Written by `python -m tspd train-lm`.", "",
+             f"- status: {info['status']}",
+             f"- command: `{info['command']}`",
+             f"- git revision: {info['git']}",
+             f"- device: {info['device']}",
+             f"- torch: {torch.__version__}",
+             f"- parameters: {info['params']:,}",
+             f"- steps: {info['step']} (batch {info['batch_size']}, {info['tokens']:,} sequence positions)",
+             f"- wall time of training: {info['train_seconds'] / 60:.1f} min "
+             f"({info['tokens_per_s']:,.0f} positions/s; in-training evaluations excluded)",
+             f"- final loss (mean of the last {info['loss_window']} steps): {info['loss']:.4f}", ""]
+    if info.get("resumes"):
+        lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
+    if info.get("curve"):
+        lines += ["## Learning curve (held-out, 1 token per step; teacher-forced probes with everything after the "
+                  "span masked, `tspd.training.probes`)", "",
+                  "| step | training minutes | loss | accuracy | n | " + " | ".join(CURVE_PROBES.values()) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(CURVE_PROBES)]
+        lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
+                  " | ".join(_pct(c.get(k)) for k in CURVE_PROBES) + " |" for c in info["curve"]]
+        lines.append("")
+        lines += regime_curve(info["curve"])
+    if info.get("stopped_early"):
+        lines += [f"Stopped early: {info['stopped_early']}.", ""]
+    if info.get("probes"):
+        lines += probe_table(info["probes"])
+    if info.get("evals"):
+        lines += [f"## Held-out accuracy (`tspd.eval.tasks.{info.get('task', 'arith')}` test split, gen_length "
+                  f"{info['gen_length']}, block_length {info['block_length']})", ""]
+        lines += sweep_table(info["evals"])
+        lines.append("")
+        vanilla = next((r for r in info["evals"] if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
+                        and r.get("lines")), None)
+        if vanilla:
+            names = {"*": "products", "+": "sums", "-": "differences", "/": "quotients"}
+            shares = [f"{names[op]} {k / n:.0%} ({k}/{n})" for op, (k, n) in vanilla["lines"].items() if n]
+            lines += ["Exact solution lines with 1 token per step (a reference line right at its index): "
+                      + ", ".join(shares) + ".", ""]
+            if vanilla.get("templates"):
+                lines += ["Final answers right by template, 1 token per step: " + ", ".join(
+                    f"{name} {k / n:.0%} ({k}/{n})" for name, (k, n) in vanilla["templates"].items()) + ".", ""]
+    lines += ["## On a GPU", "",
+              "The command above with `--device cuda` runs the same recipe with bf16 autocast (not measured here); "
+              "it rewrites this directory (weights in bf16, tokenizer, this file).", ""]
+    (out / "TRAINING.md").write_text("\n".join(lines))
+
+
+def save_checkpoint(model: LLaDAModelLM, out: Path) -> None:
+    """Write the weights (bf16) to a temporary directory, then move the files into ``out``."""
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        save_model(model, tmp, dtype=torch.bfloat16)
+        for name in ("config.json", "model.safetensors"):
+            os.replace(Path(tmp, name), out / name)
+            os.chmod(out / name, 0o644)   # the temporary directory's files are private
+
+
+def save_state(out: Path, model, opt, info: dict, gen: torch.Generator) -> None:
+    """Everything ``--resume`` needs, written atomically: fp32 weights, optimiser, counters, curve."""
+    tmp = out / (STATE + ".tmp")
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "info": info,
+                "gen": gen.get_state(), "torch_rng": torch.get_rng_state()}, tmp)
+    os.replace(tmp, out / STATE)
+
+
+def upgrade_eval_log(path: Path) -> None:
+    """Rewrite an ``eval_log.csv`` begun by an older train-lm with today's columns (new cells empty), so a
+    resumed run appends rows under the right header."""
+    if not path.is_file():
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+        f.seek(0)
+        header = next(csv.reader(f), [])
+    if tuple(header) == EVAL_COLUMNS:
+        return
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=EVAL_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """Rows of a ``train_log.csv`` / ``eval_log.csv`` as floats (None for an empty cell: a probe with no
+    instance, or a column an older run did not write)."""
+    with open(path, newline="") as f:
+        return [{k: float(v) if v not in ("", None) else None for k, v in row.items()} for row in csv.DictReader(f)]
