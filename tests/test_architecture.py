@@ -139,8 +139,7 @@ def test_shared_helpers_have_one_home():
     twice = {n for n, k in defined.items() if k > 1 and not n.startswith("_")}
     verbs = {"main", "add_arguments", "train", "fingerprint", "measure", "summary"}  # each module's own
     generated_task = {"prompt", "load_split", "make_problem", "iter_train"}   # arith's and chain's module interface
-    # "evaluate" is the harness's (an evaluation job); train_lm's evaluate is still to be renamed (issue 35)
-    allowed = verbs | generated_task | {"evaluate"}
+    allowed = verbs | generated_task
     assert twice <= allowed, sorted(twice - allowed)
 
 

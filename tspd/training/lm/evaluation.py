@@ -111,8 +111,8 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
     """
     task = generated_task(cfg.task)
     problems = task.load_split("test", cfg.eval_n)
-    was_training = model.module.training
-    model.module.eval()
+    was_training = model.training
+    model.eval()
     figures, rows = dict.fromkeys(REGIME_COLUMNS), None
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
         if cfg.regime:
@@ -123,7 +123,7 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
         else:
             r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch, task=task)
         probed = probes.run_probes(model, model.tokenizer, problems, cfg.gen_length, mask_id=model.special.mask)
-    model.module.train(was_training)
+    model.train(was_training)
     return {"step": step, "minutes": round(minutes, 4), "loss": round(loss, 4), "accuracy": r["accuracy"],
             "n": r["n"], **probed, **figures, "regime": rows}
 
