@@ -157,7 +157,7 @@ def test_side_by_side_labels_and_matching():
     paper = reported.paper_table("table13")
     ours = [{"method": "TSPD", "tps": 1.5, "accuracy": 50.0}, {"method": "Extra", "tps": 2.0, "accuracy": 40.0}]
     t = reported.side_by_side(paper, ours, keys=["method"], metrics=("tps", "accuracy"),
-                              ours="ours (tiny-arith, cpu, n=8)")
+                              ours="ours (tiny-arith, cpu, n=8)", ours_only=())
     assert t.columns == ["method", "paper: TPS", "ours: TPS", "paper: acc. (%)", "ours: acc. (%)"]
     assert len(t) == len(paper) + 1
     assert t[0] == {"method": "TSPD", "paper: TPS": 30.3, "ours: TPS": 1.5, "paper: acc. (%)": 79.5, "ours: acc. (%)": 50.0}

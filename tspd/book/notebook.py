@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import torch
 
 from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, result
+from tspd.eval.results import tpf
 from tspd.provenance import device_name
 from tspd.models.loading import decode_lengths
 
@@ -151,7 +152,8 @@ def measure(configs: dict[str, RunConfig], results_dir: str | Path | None = None
 
 
 def rows(results: dict[str, RunResult], baseline: str | None = None, **fields) -> list[dict]:
-    """One row per run: ``method`` (its label), accuracy (%), TPS, NFE, n, speedup over ``baseline``.
+    """One row per run: ``method`` (its label), accuracy (%), TPS, NFE, TPF (:func:`tspd.eval.results.tpf`
+    of its stored rows), n, speedup over ``baseline``.
 
     ``baseline`` names one of ``results`` (TPS of that run = 1.0x); ``fields`` maps a column name to
     a function of the RunConfig (e.g. ``task=lambda c: c.task``) to add setting columns.
@@ -161,7 +163,8 @@ def rows(results: dict[str, RunResult], baseline: str | None = None, **fields) -
     for label, r in results.items():
         s = r.summary
         row = {"method": label, **{k: f(r.config) for k, f in fields.items()},
-               "accuracy": s["accuracy"], "tps": s["tps"], "nfe_mean": s["nfe_mean"], "n": s["n"],
+               "accuracy": s["accuracy"], "tps": s["tps"], "nfe_mean": s["nfe_mean"], "tpf": tpf(r.samples),
+               "n": s["n"],
                "speedup": (s["tps"] / ref) if ref and s["tps"] else None, "key": r.key}
         out.append(row)
     return out
@@ -192,7 +195,7 @@ def bars(rows_: list[dict], metrics: tuple[str, ...] = ("tps", "accuracy"), labe
             ax.legend(fontsize=8)
         ax.set_xticks(x.tolist(), names, rotation=30, ha="right", fontsize=8)
         ax.set_title({"tps": "tokens / s", "accuracy": "accuracy (%)", "nfe_mean": "NFE per sample",
-                      "speedup": "speedup"}.get(m, m), fontsize=10)
+                      "speedup": "speedup", "tpf": "tokens per forward (TPF)"}.get(m, m), fontsize=10)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -30,7 +30,7 @@ from tspd.eval.experiments import ours_label
 NUMBERS_FILE = Path(__file__).with_name("paper_numbers.json")
 METRICS = ("tps", "speedup", "accuracy")
 METRIC_TITLES = {"tps": "TPS", "speedup": "speedup", "accuracy": "acc. (%)", "nfe_mean": "NFE",
-                 "n": "n", "tps_nonpad": "TPS (non-pad)"}
+                 "n": "n", "tps_nonpad": "TPS (non-pad)", "tpf": "TPF"}
 
 
 @lru_cache(maxsize=1)
@@ -171,12 +171,13 @@ def _varies(rows: list[dict], key: str) -> bool:
 
 def side_by_side(paper_rows: list[dict], our_rows: list[dict], keys: list[str] | tuple[str, ...] = ("method",),
                  metrics: tuple[str, ...] = METRICS, paper: str | None = None, ours: str | None = None,
-                 as_markdown: bool = False) -> Table | str:
+                 as_markdown: bool = False, ours_only: tuple[str, ...] = ("tpf",)) -> Table | str:
     """Paper rows next to our rows, matched on ``keys``.
 
     ``keys`` name row or setting fields present in both (e.g. ``("task", "method")``); every paper
     row appears once, in the paper's order, followed by our rows that matched no paper row. Each
     metric becomes two columns, ``"paper: TPS"`` and ``"ours: TPS"``; a missing value shows as "–".
+    ``ours_only`` are measures the paper does not report (TPF by default): one ``"ours: TPF"`` column each.
     ``paper`` / ``ours`` are the provenance strings for the caption (defaults: :func:`paper_label`
     and "ours"). Returns a :class:`Table` (a list of dicts) or, with ``as_markdown``, its Markdown.
     """
@@ -187,7 +188,9 @@ def side_by_side(paper_rows: list[dict], our_rows: list[dict], keys: list[str] |
         if k in ours_by_key:
             raise ValueError(f"two of our rows share the key {dict(zip(keys, k))}")
         ours_by_key[k] = r
-    columns = [*keys, *(f"{side}: {METRIC_TITLES.get(m, m)}" for m in metrics for side in ("paper", "ours"))]
+    columns = [*keys, *(f"{side}: {METRIC_TITLES.get(m, m)}" for m in metrics for side in ("paper", "ours")),
+               *(f"ours: {METRIC_TITLES.get(m, m)}" for m in ours_only if m not in metrics)]
+    metrics = (*metrics, *(m for m in ours_only if m not in metrics))
     out, used = [], set()
     for p in paper_rows:
         k = tuple(_get(p, key) for key in keys)
@@ -209,7 +212,7 @@ def _joined(keys, k, p, o, metrics) -> dict:
         t = METRIC_TITLES.get(m, m)
         row[f"paper: {t}"] = None if p is None else p.get(m)
         row[f"ours: {t}"] = None if o is None else _get(o, m)
-    return row
+    return row   # keys the columns do not name (an ours-only measure's "paper: ...") are not shown
 
 
 def speedups(rows: list[dict], baseline: dict, key: str = "tps") -> list[dict]:

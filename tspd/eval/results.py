@@ -3,8 +3,10 @@
 The rows file is append-only JSON lines that survive a kill at any point (:class:`ResultsFile`); the
 summary (:func:`summarize`) gives accuracy, NFE and throughput as the paper defines it (Appendix A.1:
 ``tps`` = sum of B * L_gen over batches / their summed wall time, each session's first batch left
-out as its warm-up when others exist); :func:`wilson` is the interval of an accuracy that is compared. :func:`config_id` is the hash stored in every row, so rows of
-two configurations are never mixed. :mod:`tspd.eval.harness` writes these; :mod:`tspd.eval.experiments`,
+out as its warm-up when others exist) and the field's hardware-free measure of parallelism, TPF
+(:func:`tpf`: tokens per forward, as the d3LLM leaderboard counts them); :func:`wilson` is the interval
+of an accuracy that is compared. :func:`config_id` is the hash stored in every row, so rows of two
+configurations are never mixed. :mod:`tspd.eval.harness` writes these; :mod:`tspd.eval.experiments`,
 the controller table and the notebooks read them.
 """
 from __future__ import annotations
@@ -101,11 +103,31 @@ def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
         out["accuracy_strict"] = sum(bool(r.get("correct_strict")) for r in rows) / n
     nfes = [r["nfe"] for r in rows if r.get("nfe") is not None]
     out["nfe_mean"] = sum(nfes) / len(nfes) if nfes else None
+    out["tpf"] = tpf(rows)
     out.update(throughput(rows))
     out.update(phase_shares(rows))
     out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
     out["truncated_prompts"] = sum(bool(r.get("prompt_truncated")) for r in rows)
     return out
+
+
+def tpf(rows: list[dict]) -> float | None:
+    """TPF, tokens per forward: the rows' generated tokens that are not EOS/EoT, pad or mask
+    (``gen_tokens``) over the forwards that wrote them, each row counted by its own ``nfe``.
+
+    The one definition for stored rows, the same count as :attr:`tspd.decoding.loop.Generation.tokens_per_forward`
+    and the d3LLM leaderboard's TPF (hao-ai-lab, "Who is the Most Parallel Parallel-Decoder?"): a sum over
+    sums, so a long answer weighs as many tokens as it has. Unlike ``gen_length / NFE`` it does not count
+    the EOS tail a decoder fills once the answer is done. None without a row that has both counts.
+    """
+    used = [r for r in rows if r.get("gen_tokens") is not None and r.get("nfe")]
+    forwards = sum(r["nfe"] for r in used)
+    return sum(r["gen_tokens"] for r in used) / forwards if forwards else None
+
+
+def row_tpf(row: dict) -> float | None:
+    """One row's TPF (:func:`tpf` of that row alone)."""
+    return tpf([row])
 
 
 def throughput(rows: list[dict]) -> dict:

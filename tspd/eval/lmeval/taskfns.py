@@ -9,10 +9,12 @@ Both tasks are offline and grade exactly as the project harness does (:mod:`tspd
   ``Question: ...\\nAnswer:`` format with the first 5 train problems; ``exact_match`` is the flexible
   extract (the harness's ``accuracy``), ``exact_match_strict`` the strict ``#### N``.
 
-Beside the accuracy each sample reports the adapter's ``nfe`` (mean in the results table) and a
+Beside the accuracy each sample reports the adapter's ``nfe`` (mean in the results table), a
 ``tokens_per_second`` record whose aggregate is the harness's TPS (:func:`tspd.eval.results.throughput`:
-sum of B * L_gen over batch wall time, the warm-up batch left out). Models other than ``tspd`` carry
-no record: NaN NFE, no TPS.
+sum of B * L_gen over batch wall time, the warm-up batch left out) and a ``tpf`` record (the sample's
+generated tokens other than EOS/EoT, pad and mask, its forwards and their ratio) whose aggregate is the
+run's TPF (:func:`tspd.eval.results.tpf`: all such tokens over all forwards). Models other than ``tspd``
+carry no record: NaN NFE, no TPS, no TPF.
 """
 from __future__ import annotations
 
@@ -50,7 +52,16 @@ def gsm8k_dataset(data_dir: str | None = None, **metadata):
 def _speed(response) -> dict:
     record = getattr(response, "tspd", None) or {}
     return {"nfe": float(record["nfe"]) if "nfe" in record else math.nan,
-            "tokens_per_second": {k: record[k] for k in TPS_FIELDS if k in record} if record else None}
+            "tokens_per_second": {k: record[k] for k in TPS_FIELDS if k in record} if record else None,
+            "tpf": _tpf_record(record)}
+
+
+def _tpf_record(record: dict) -> dict | None:
+    """``{gen_tokens, nfe, tpf}`` of one sample (None without the adapter's counts)."""
+    from tspd.eval.results import row_tpf
+    if record.get("gen_tokens") is None or not record.get("nfe"):
+        return None
+    return {"gen_tokens": record["gen_tokens"], "nfe": record["nfe"], "tpf": row_tpf(record)}
 
 
 def process_arith(doc: dict, results: list) -> dict:
@@ -72,3 +83,10 @@ def aggregate_tps(items: list) -> float:
     rows = [r for r in items if r]
     tps = throughput(rows)["tps"] if rows else None
     return math.nan if tps is None else tps
+
+
+def aggregate_tpf(items: list) -> float:
+    """The run's TPF over the samples' records (NaN without any): a ratio of sums, not a mean of ratios."""
+    from tspd.eval.results import tpf
+    value = tpf([r for r in items if r])
+    return math.nan if value is None else value

@@ -5,4 +5,4 @@ Importing the adapter registers ``--model tspd``: naming this task by its YAML p
 and so the adapter, before it looks the model up (``--include_path`` + a task name loads it too late).
 """
 import tspd.eval.lmeval.adapter  # noqa: F401
-from tspd.eval.lmeval.taskfns import aggregate_tps, arith_dataset, process_arith  # noqa: F401
+from tspd.eval.lmeval.taskfns import aggregate_tpf, aggregate_tps, arith_dataset, process_arith  # noqa: F401
