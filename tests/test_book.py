@@ -1,7 +1,9 @@
-"""Notebook helpers that more than one notebook uses (tspd.book): row labels and agreement of two runs."""
+"""Notebook helpers that more than one notebook uses (tspd.book): row labels, agreement of two runs, TPF in
+the rows and tables, and the paper-vs-ours figure."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from tspd import book
 from tspd.eval.experiments import RunConfig, RunResult
@@ -38,3 +40,38 @@ def test_a_notebook_reads_its_run_and_study_from_its_parameter_cell():
     assert book.base_run(params, gen_length=32, block_length=32).steps == 32
     study = Study.from_parameters(params, store="here")
     assert (study.trace_prompts, study.store, study.epochs) == (12, "here", Study().epochs)
+
+
+def test_rows_carry_tpf_from_the_stored_rows():
+    samples = [{"id": "a", "correct": True, "gen_tokens": 30, "nfe": 2}, {"id": "b", "correct": True, "gen_tokens": 10, "nfe": 8}]
+    run = SimpleNamespace(samples=samples, config=None, key="k",
+                          summary={"accuracy": 100.0, "tps": 10.0, "nfe_mean": 5.0, "n": 2})
+    (row,) = book.rows({"x": run})
+    assert row["tpf"] == 4.0 and row["nfe_mean"] == 5.0
+
+
+def test_side_by_side_adds_our_tpf_column():
+    from tspd.book.reported import side_by_side
+    table = side_by_side([{"method": "A", "tps": 1.0, "setting": {}}], [{"method": "A", "tps": 2.0, "tpf": 3.5}],
+                         metrics=("tps",))
+    assert table.columns == ["method", "paper: TPS", "ours: TPS", "ours: TPF"]
+    assert table[0]["ours: TPF"] == 3.5
+
+
+def test_paper_vs_ours_takes_speedups_or_tps_over_the_reference():
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.figures import speedups
+    rows = [{"method": "Vanilla", "tps": 2.0}, {"method": "X", "tps": 6.0}, {"method": "Y", "speedup": 5.0, "tps": 1.0}]
+    assert speedups(rows, "method", "Vanilla") == [1.0, 3.0, 5.0]
+    assert speedups(rows, "method", None) == [None, None, 5.0]
+    paper = [{"method": "Vanilla", "tps": 1.0, "accuracy": 80.0, "setting": {"task": "gsm8k"}},
+             {"method": "X", "tps": 4.0, "accuracy": 79.0, "setting": {"task": "gsm8k"}},
+             {"method": "X", "tps": 5.0, "accuracy": 30.0, "setting": {"task": "math"}}]
+    ours = [{"method": "Vanilla", "task": "arith", "tps": 2.0, "accuracy": 98.0},
+            {"method": "X", "task": "arith", "tps": 20.0, "accuracy": 90.0}]
+    fig = book.paper_vs_ours(paper, ours, panel="task", ours_title="ours")
+    drawn = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title().split(": ")[-1] for ax in drawn] == ["task gsm8k", "task math", "task arith"]
+    xs = [[line.get_xdata()[0] for line in ax.get_lines() if line.get_marker() in ("s", "o")] for ax in drawn]
+    assert xs == [[1.0, 4.0], [], [1.0, 10.0]]      # math has no Vanilla row: no speedup to draw

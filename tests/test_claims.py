@@ -149,9 +149,9 @@ def test_extrapolable_share():
 
 
 class _Run:
-    def __init__(self, key, correct, nfe, seconds=None):
+    def __init__(self, key, correct, nfe, seconds=None, gen_tokens=32):
         self.key = key
-        self.samples = [{"id": i, "correct": c, "nfe": n, "seconds": s} for i, (c, n, s) in
+        self.samples = [{"id": i, "correct": c, "nfe": n, "seconds": s, "gen_tokens": gen_tokens} for i, (c, n, s) in
                         enumerate(zip(correct, nfe, seconds or [1.0] * len(nfe)))]
 
 
@@ -162,6 +162,8 @@ def test_run_claims_on_synthetic_runs():
             "F-dLLM": _Run("f", [1] * n, [32] * n, [1.0] * n)}
     c = rc.main_results(runs, rivals=[("F-dLLM", "Ours")])
     assert c.verdict == claims.HOLDS
+    aup = c.parts[-1].parts[0]                       # TPF 2 x 100 % against TPF 1 x 100 %
+    assert aup.quantity == "AUP Ours / AUP F-dLLM" and aup.value == pytest.approx(2.0) and aup.verdict == claims.HOLDS
     runs["Ours"] = _Run("o", [0] * 10 + [1] * (n - 10), [16] * n, [0.5] * n)   # 17 points below vanilla
     assert rc.main_results(runs, rivals=[("F-dLLM", "Ours")]).verdict == claims.FAILS
     assert rc.ce_speeds_up({"A": runs["F-dLLM"], "A & CE": runs["Vanilla"]}, ["A"]).verdict == claims.FAILS
@@ -218,3 +220,37 @@ def test_readme_states_the_measured_tally():
                   r"(\d+) inconclusive", readme)
     assert m, "README: the status line on the paper's claims is missing"
     assert tuple(map(int, m.groups())) == (tally[claims.HOLDS], tally[claims.FAILS], tally[claims.OPEN])
+
+
+def test_the_deciding_quantity_is_the_first_part_with_the_claims_verdict():
+    held, failed, open_ = _f(H), _f(F), _f(U)
+    assert claims.Claim("c", "T", [held, failed, open_]).decisive() is failed          # all: the failing part
+    assert claims.Claim("c", "T", [open_, held], rule="any").decisive() is held         # any: the holding part
+    assert claims.Claim("c", "T", [held, open_]).decisive() is open_                    # all, open: the open part
+    assert claims.Claim("c", "T", [held, failed], rule="better").decisive() is failed   # a trade-off: what failed
+    assert claims.Claim("c", "T", [claims.Claim("s", "T", [held, failed])]).decisive() is failed   # depth first
+    assert claims.Claim("c", "T", []).decisive() is None
+
+
+def test_the_page_draws_every_stored_quantity_and_tables_one_row_per_claim(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.claims import page, store
+    ratio = claims.Finding("NFE a / NFE b", 1.5, 1.2, 1.9, 200, 1.0)
+    points = claims.Finding("accuracy a - b (points)", -3.0, -5.0, -1.5, 200, -1.0)
+    band = claims.Finding("NFE c / NFE d", 1.0, 0.95, 1.05, 200, band=(0.9, 1.1))
+    other = claims.Finding("Spearman(x, y)", 0.3, 0.2, 0.4, 48)
+    store.report("table07_feature_ablation", {"arith": claims.Claim("c", "Table 7", [ratio, points, band, other])},
+                 claims_dir=tmp_path)
+    stored = store.load_all(tmp_path)
+    assert [page.unit(f) for f in (ratio, points, band, other)] == ["ratio", "points", "ratio", "other"]
+    rows = page.verdict_rows(stored)
+    assert len(rows) == len(store.NOTEBOOKS)
+    mine = next(r for r in rows if r["notebook"] == "table07_feature_ablation")
+    assert mine["verdict"] == claims.FAILS and mine["decided by"].startswith("accuracy a - b (points): -3.00 [-5.00, -1.50]")
+    evidence = page.evidence_rows(stored)
+    assert [e["quantity"] for e in evidence] == [f.quantity for f in (ratio, points, band, other)]
+    assert evidence[2]["claimed"] == "in [0.9, 1.1]" and evidence[2]["verdict"] == claims.HOLDS
+    fig = page.forest(stored)
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert len(labels) == 4 and any(t.startswith("Table 7: NFE a / NFE b") for t in labels)

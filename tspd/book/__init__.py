@@ -4,12 +4,15 @@
 - :mod:`tspd.book.reported`: the paper's tables as transcribed from its LaTeX
 - :mod:`tspd.book.claims`: each claim of the paper, its interval and verdict
 - :mod:`tspd.book.record`: what a checkpoint's own record says of its accuracy (``book.model_note``)
+- :mod:`tspd.book.figures`: the paper's (speedup, accuracy) beside ours (``book.paper_vs_ours``)
+- :mod:`tspd.book.anchors`: other papers' published speed-accuracy points, as theirs
 """
 from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
                                 method_config, paper_rows, pareto_front, progress_bar, provenance, results_dir,
                                 row_label, rows, setup, variants_dir)
+from tspd.book.figures import paper_vs_ours
 from tspd.book.record import model_note
 
 __all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
            "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
-           "pareto_front", "model_note"]
+           "pareto_front", "model_note", "paper_vs_ours"]

@@ -50,10 +50,25 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], stat: Callable[[np.
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
         raise ValueError(f"need two equally long, non-empty per-problem series, got {a.shape} and {b.shape}")
+    return joint_bootstrap([a, b], stat, n_boot, seed, level)
+
+
+def joint_bootstrap(series: Sequence, stat: Callable[..., float], n_boot: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> tuple[float, float, float]:
+    """``stat(*series)`` and its percentile interval, every series resampled with the same problems.
+
+    Each series holds one entry per problem along its first axis (a row of several columns per
+    problem is allowed: correct, generated tokens, forwards), all in the same problem order; this is
+    how statistics of several runs at once (AUP over a threshold sweep) keep their pairing.
+    """
+    arrays = [np.asarray(s, dtype=float) for s in series]
+    n = len(arrays[0]) if arrays else 0
+    if n == 0 or any(len(x) != n for x in arrays):
+        raise ValueError(f"need non-empty per-problem series of one length, got {[len(x) for x in arrays]}")
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(a), size=(n_boot, len(a)))
-    boots = np.array([stat(a[i], b[i]) for i in idx])
-    return (float(stat(a, b)), *_percentiles(boots, level))
+    idx = rng.integers(0, n, size=(n_boot, n))
+    boots = np.array([stat(*(x[i] for x in arrays)) for i in idx])
+    return (float(stat(*arrays)), *_percentiles(boots, level))
 
 
 def cluster_bootstrap(clusters: Sequence, stat: Callable[[list], float], n_boot: int = 2000, seed: int = 0,
@@ -141,6 +156,13 @@ def compare(quantity: str, a, b, stat, bound: float = 0.0, above: bool = True, b
     return Finding(quantity, value, lo, hi, len(a), bound, above, tuple(band) if band else None)
 
 
+def compare_joint(quantity: str, series: Sequence, stat, bound: float = 0.0, above: bool = True, band=None,
+                  **boot) -> Finding:
+    """A :class:`Finding` for a statistic of several per-problem series resampled together."""
+    value, lo, hi = joint_bootstrap(series, stat, **boot)
+    return Finding(quantity, value, lo, hi, len(series[0]), bound, above, tuple(band) if band else None)
+
+
 RULES = ("all", "any", "better")
 
 
@@ -173,6 +195,17 @@ class Claim:
             return HOLDS if HOLDS in vs else FAILS if all(v == FAILS for v in vs) else OPEN
         held, failed = HOLDS in vs, FAILS in vs
         return HOLDS if held and not failed else FAILS if failed and not held else OPEN
+
+    def decisive(self) -> Finding | None:
+        """The one quantity that decided the verdict: depth first, the first part whose verdict is the
+        claim's (a failing part of an ``all`` claim, a holding part of an ``any`` one); for a trade-off
+        under ``better`` (one part holds, one fails), the first failing part; None without findings."""
+        for wanted in (self.verdict, FAILS):
+            for p in self.parts:
+                if p.verdict == wanted:
+                    return p.decisive() if isinstance(p, Claim) else p
+        found = self.findings()
+        return found[0] if found else None
 
     def findings(self) -> list[Finding]:
         """Every finding under this claim, depth first."""

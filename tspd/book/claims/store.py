@@ -24,7 +24,8 @@ NOTEBOOKS = {
     "figure02_position_stabilization": ("Fig. 2", "Tokens further right stabilise later."),
     "figure03_lookahead": ("Fig. 3/4", "A share of tokens is extrapolable: CE commits them earlier than a threshold."),
     "table01_main_results": ("Table 1", "TSPD + CE is faster than Fast-dLLM, CD, Prophet and Learn2PD at no more "
-                                        "than 1 point lower accuracy than vanilla."),
+                                        "than 1 point lower accuracy than vanilla: a better speed-accuracy trade-off "
+                                        "(also read as AUP)."),
     "table04_kv_cache": ("Table 4", "TSPD + CE composes with prefix and dual caches."),
     "table05_module_ablation": ("Table 5", "CE adds speed on top of TSPD; TSPD beats a confidence threshold."),
     "table06_controller_architecture": ("Table 6", "The 2-layer LSTM is on the speed-accuracy front of the "

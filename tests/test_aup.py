@@ -1,0 +1,96 @@
+"""AUP (tspd.eval.aup): its definition, the d3LLM leaderboard's points as theirs, the AUP claim, and the
+Pareto page's record recomputed from the stored sweep rows."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tspd.book import anchors, pareto
+from tspd.book.claims import HOLDS, FAILS
+from tspd.book.claims import runs as rc
+from tspd.eval import aup as A
+from tspd.eval.results import ResultsFile
+from tspd.eval.tasks import get_task
+from tspd.provenance import REPO_ROOT
+
+
+# ---- AUP ------------------------------------------------------------------------------------------
+def test_aup_on_the_d3llm_leaderboards_points():
+    """Their points (LLaDA-8B-Instruct, GSM8K), AUP written out by hand from the definition."""
+    board = anchors.board("LLaDA-8B-Instruct", "gsm8k")
+    got = anchors.board_aups(board)
+    y_max = 74.79                                   # Fast-dLLM's first point, the best of them
+    w = lambda y: min(math.exp(-3 * (1 - y / y_max)), 1.0)  # noqa: E731
+    assert got["LLaDA"] == pytest.approx(1.0 * 72.55)
+    assert got["d3LLM"] == pytest.approx(9.11 * 73.09)          # one point: rho * y, no weight
+    assert got["Fast-dLLM"] == pytest.approx(1.0 * 74.79 + 0.5 * (2.77 - 1.0) * (74.68 * w(74.68) + 74.79 * w(74.79)))
+    assert max(got, key=got.get) == "d3LLM"
+    assert "d3LLM leaderboard's numbers" in anchors.label(board)
+
+
+def test_aup_sorts_by_tpf_drops_points_5_below_the_first_and_weights_by_the_best():
+    pts = [(4.0, 80.0), (1.0, 90.0), (2.0, 88.0), (8.0, 70.0)]          # (TPF, accuracy %)
+    assert A.kept(pts) == [(1.0, 90.0), (2.0, 88.0)]                    # 80 and 70 are > 5 below 90
+    assert A.aup(pts, 90.0) == pytest.approx(90.0 + 0.5 * 1.0 * (88.0 * A.weight(88.0, 90.0) + 90.0))
+    assert A.weight(90.0, 90.0) == 1.0 and A.weight(95.0, 90.0) == 1.0 and A.weight(45.0, 90.0) == pytest.approx(math.exp(-1.5))
+    assert A.aup([(1.0, 90.0), (2.0, 88.0)], 99.0) < A.aup([(1.0, 90.0), (2.0, 88.0)], 90.0)   # a better rival lowers it
+    with pytest.raises(ValueError):
+        A.aup([], 90.0)
+    with pytest.raises(ValueError):
+        A.aup([(0.0, 90.0)], 90.0)
+
+
+class _Run:
+    def __init__(self, key, correct, gen, nfe):
+        self.key = key
+        self.samples = [{"id": i, "correct": c, "gen_tokens": g, "nfe": n} for i, (c, g, n) in enumerate(zip(correct, gen, nfe))]
+
+
+def test_higher_aup_claim_on_synthetic_runs():
+    n = 60
+    fast = _Run("f", [1] * n, [32] * n, [2] * n)      # TPF 16
+    slow = _Run("s", [1] * n, [32] * n, [8] * n)      # TPF 4, same accuracy
+    worse = _Run("w", [0] * 30 + [1] * 30, [32] * n, [1] * n)   # TPF 32 at half the accuracy: AUP 1600 vs 1600
+    f = rc.higher_aup({"fast": [fast], "slow": [slow]}, "fast", "slow")
+    assert f.value == pytest.approx(4.0) and f.verdict == HOLDS
+    assert rc.higher_aup({"fast": [fast], "slow": [slow]}, "slow", "fast").verdict == FAILS
+    assert rc.higher_aup({"fast": [fast], "worse": [worse]}, "fast", "worse").value == pytest.approx(1.0)
+    sweep = rc.sweep_aups({"both": [rc.point_series(slow), rc.point_series(fast)], "one": [rc.point_series(slow)]})
+    assert sweep["both"] == pytest.approx(A.aup([(4.0, 100.0), (16.0, 100.0)], 100.0))
+    assert sweep["one"] == pytest.approx(400.0)
+
+
+# ---- the Pareto page's record ---------------------------------------------------------------------
+def _stored_rows(key: str, task: str, n: int) -> list[dict]:
+    rows = {r["id"]: r for r in ResultsFile(REPO_ROOT / "results" / "runs" / f"{key}.jsonl").load()}
+    return [rows[s["id"]] for s in get_task(task).samples(n)]
+
+
+def test_pareto_record_is_recomputed_from_the_stored_sweep_rows():
+    """Every point of results/pareto.json from its run's stored rows, and every AUP from those points."""
+    if not pareto.RECORD.exists():
+        pytest.fail("results/pareto.json is missing: execute notebooks/pareto.ipynb")
+    record = json.loads(pareto.RECORD.read_text())
+    assert record["alpha"] == A.ALPHA and record["drop"] == A.DROP
+    for task, sweeps in record["tasks"].items():
+        fresh = {}
+        for name, sweep in sweeps.items():
+            fresh[name] = []
+            for p in sweep["points"]:
+                rho, acc = A.point(_stored_rows(p["key"], task, record["n"]))
+                assert (rho, acc) == pytest.approx((p["tpf"], p["accuracy"])), f"{task} {name} {p['setting']}"
+                fresh[name].append((rho, acc))
+        y_max = max(y for pts in fresh.values() for _, y in pts)
+        for name, value in A.aups(fresh, y_max).items():
+            s = sweeps[name]
+            assert value == pytest.approx(s["aup"]), name
+            assert s["lo"] <= s["aup"] <= s["hi"] and s["y_max"] == pytest.approx(y_max)
+        assert pareto.recomputed_aups(sweeps) == pytest.approx({k: v["aup"] for k, v in sweeps.items()})
+
+
+def test_pareto_names_round_trip():
+    assert pareto.parts(pareto.name("TSPD + CE", "dual")) == ("TSPD + CE", "dual")
+    assert np.isfinite(A.weight(0.0, 0.0))

@@ -1,0 +1,45 @@
+"""Other papers' published speed-accuracy points, kept as theirs: the anchors the Pareto page shows.
+
+:data:`LEADERBOARD` holds the d3LLM AUP leaderboard's (TPF, accuracy) points for LLaDA-8B-Instruct on
+GSM8K (hao-ai-lab, d3LLM, ``AUP_leaderboard``; blog "Who is the Most Parallel Parallel-Decoder?").
+Nothing here was measured by this project, and every label says whose the numbers are (:func:`label`).
+Their AUP is computed by :func:`tspd.eval.aup.aups` from their points, with the best accuracy among
+them as ``y_max``.
+"""
+from __future__ import annotations
+
+import copy
+
+from tspd.eval.aup import aups
+
+SOURCE = ('d3LLM AUP leaderboard (hao-ai-lab/d3LLM, AUP_leaderboard/aup_utils.py; blog "Who is the Most '
+          'Parallel Parallel-Decoder?")')
+LEADERBOARD = [   # their (TPF, accuracy %) points, per method
+    {"model": "LLaDA-8B-Instruct", "task": "gsm8k", "setting": "GSM8K, CoT, 256 tokens",
+     "methods": {"LLaDA": [(1.0, 72.55)],
+                 "Fast-dLLM": [(1.0, 74.79), (2.77, 74.68)],
+                 "D2F": [(2.88, 74.39)],
+                 "dParallel": [(5.14, 72.63)],
+                 "d3LLM": [(9.11, 73.09)]}},
+]
+
+
+def board(model: str = "LLaDA-8B-Instruct", task: str = "gsm8k") -> dict:
+    """One board (``model``, ``task``, ``setting``, ``methods``: name -> [(TPF, accuracy %)]), a deep copy."""
+    for b in LEADERBOARD:
+        if b["model"] == model and b["task"] == task:
+            return copy.deepcopy(b)
+    raise KeyError(f"no leaderboard points for {model} on {task}")
+
+
+def label(b: dict) -> str:
+    """``d3LLM leaderboard's numbers (LLaDA-8B-Instruct, GSM8K, CoT, 256 tokens)``."""
+    return f"d3LLM leaderboard's numbers ({b['model']}, {b['setting']})"
+
+
+def board_aups(b: dict) -> dict[str, float]:
+    """AUP of each method of a board, from its own points (``y_max``: the best of them)."""
+    return aups(b["methods"])
+
+
+__all__ = ["SOURCE", "LEADERBOARD", "board", "label", "board_aups"]

@@ -1,0 +1,119 @@
+"""The speed-accuracy page's numbers: each controller's threshold sweep as TPF-accuracy points, its AUP
+with a 95 % interval, and the record a test recomputes from the stored runs.
+
+A sweep is one controller under one KV cache at several settings of its knob; each setting is one
+stored run (:mod:`tspd.eval.experiments`), and its point is (TPF, accuracy %) of the run's rows
+(:func:`tspd.eval.aup.point`). AUP (:mod:`tspd.eval.aup`, the d3LLM leaderboard's score) is computed
+per sweep with ``y_max`` the best accuracy of any run of the task on the page (vanilla included), and
+its interval by resampling the problems once for every run of the task (percentile bootstrap; the
+runs share their problems, so every point keeps its pairing). :func:`write` keeps the points, the
+runs' keys and the AUPs in ``results/pareto.json`` (no time, no revision: an unchanged page rewrites
+it byte for byte); ``tests/test_aup.py`` recomputes them from the runs' stored rows.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tspd.book.claims.runs import _paired, point_series, sweep_aups
+from tspd.eval.aup import ALPHA, DROP, aups, point
+from tspd.provenance import REPO_ROOT
+
+RECORD = REPO_ROOT / "results" / "pareto.json"
+REFERENCE = "TSPD + CE"   # the controller every other is divided by in the ratio column, cache by cache
+
+
+def name(controller: str, cache: str) -> str:
+    """A sweep's name: ``TSPD + CE / dual`` (controller / KV cache)."""
+    return f"{controller} / {cache}"
+
+
+def parts(sweep: str) -> tuple[str, str]:
+    """``TSPD + CE / dual`` -> (``TSPD + CE``, ``dual``)."""
+    controller, _, cache = sweep.rpartition(" / ")
+    return controller, cache
+
+
+def record_path(results_dir: str | None) -> Path:
+    """Where the page keeps its record: ``results/pareto.json``, or ``<results_dir>/pareto.json``."""
+    return Path(results_dir).expanduser().resolve() / "pareto.json" if results_dir else RECORD
+
+
+def sweep_points(sweeps: Mapping[str, Sequence[tuple[object, object]]]) -> dict[str, list[dict]]:
+    """``{sweep: [(setting, RunResult)]}`` -> ``{sweep: [{setting, key, tpf, accuracy}]}`` by TPF."""
+    out = {}
+    for name, runs in sweeps.items():
+        pts = []
+        for setting, r in runs:
+            rho, acc = point(r.samples)
+            pts.append({"setting": setting, "key": r.key, "tpf": rho, "accuracy": acc})
+        out[name] = sorted(pts, key=lambda p: p["tpf"])
+    return out
+
+
+def sweep_aup(sweeps: Mapping[str, Sequence[tuple[object, object]]], reference: str | None = REFERENCE,
+              n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+    """Per sweep (named by :func:`name`): ``aup`` and its interval ``lo`` / ``hi``, ``y_max`` of all
+    sweeps, and where the ``reference`` controller has a sweep under the same cache, ``ratio`` = AUP /
+    the reference's AUP with its interval."""
+    names = list(sweeps)
+    runs = [r for m in names for _, r in sweeps[m]]
+    for r in runs[1:]:
+        _paired(runs[0], r)
+    sizes = [len(sweeps[m]) for m in names]
+    series = [point_series(r) for r in runs]
+
+    def split(xs):
+        it = iter(xs)
+        return {m: [next(it) for _ in range(k)] for m, k in zip(names, sizes)}
+
+    value = sweep_aups(split(series))
+    rng = np.random.default_rng(seed)
+    n = len(series[0])
+    boots = []
+    for idx in rng.integers(0, n, size=(n_boot, n)):
+        boots.append(sweep_aups(split([x[idx] for x in series])))
+    tail = 100 * (1 - level) / 2
+    y_max = max(p["accuracy"] for pts in sweep_points(sweeps).values() for p in pts)
+    out = {}
+    for m in names:
+        got = np.array([b[m] for b in boots])
+        lo, hi = np.percentile(got, [tail, 100 - tail])
+        out[m] = {"aup": value[m], "lo": float(lo), "hi": float(hi), "y_max": y_max}
+        ref = name(reference, parts(m)[1]) if reference else None
+        if ref in value and value[ref] > 0:
+            ratios = got / np.maximum(np.array([b[ref] for b in boots]), 1e-12)
+            rlo, rhi = np.percentile(ratios, [tail, 100 - tail])
+            out[m].update(ratio=value[m] / value[ref], ratio_lo=float(rlo), ratio_hi=float(rhi))
+    return out
+
+
+def record(model: str, n: int, tasks: Mapping[str, Mapping[str, Sequence[tuple[object, object]]]],
+           seed: int = 0) -> dict:
+    """The page's record: per task, every sweep's points (with their runs' keys) and AUP."""
+    out = {"notebook": "pareto", "model": model, "n": n, "alpha": ALPHA, "drop": DROP, "seed": seed, "tasks": {}}
+    for task, sweeps in tasks.items():
+        points = sweep_points(sweeps)
+        scores = sweep_aup(sweeps, seed=seed)
+        out["tasks"][task] = {m: {"points": points[m], **scores[m]} for m in sweeps}
+    return json.loads(json.dumps(out))
+
+
+def write(rec: dict, path: str | Path = RECORD) -> None:
+    """Keep the record (rewritten only when it changed)."""
+    path = Path(path)
+    text = json.dumps(rec, indent=1, ensure_ascii=False) + "\n"
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def recomputed_aups(task_record: Mapping[str, dict]) -> dict[str, float]:
+    """AUP of every sweep of one task from its recorded points (what a test compares with the record)."""
+    return aups({m: [(p["tpf"], p["accuracy"]) for p in s["points"]] for m, s in task_record.items()})
+
+
+__all__ = ["RECORD", "REFERENCE", "name", "parts", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]

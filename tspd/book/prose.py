@@ -1,0 +1,301 @@
+"""Text from records: every measured number the README and the book's pages state in prose.
+
+A page marks such text as ``<!-- NAME -->...<!-- /NAME -->``; :data:`FACTS` maps each NAME to the
+function that writes the text from the stored record that holds its numbers (a checkpoint's
+``evals.json`` / ``probes.json``, ``results/claims``, the 500-problem controller table's runs,
+``results/cache_agreement.json``, ``results/lmeval_example.json``). ``python scripts/fill_records.py``
+rewrites every marked span of :data:`PAGES` from the records; ``tests/test_prose.py`` fails when a
+span says anything else, so a stated number cannot drift from its record. Accuracy differences are
+stated with n and a 95 % interval (paired bootstrap over the same problems, :mod:`tspd.book.claims`);
+accuracies with n and a Wilson interval.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+from tspd.book.record import accuracy_text, vanilla_accuracy
+from tspd.eval.results import ResultsFile, wilson
+from tspd.provenance import REPO_ROOT
+
+RESULTS = REPO_ROOT / "results"
+PAGES = ("README.md", "book/intro.md")
+MARK = re.compile(r"<!-- ([a-z0-9-]+) -->(.*?)<!-- /\1 -->", re.S)
+POLICY_NAMES = {"vanilla": "vanilla", "fast-dllm": "Fast-dLLM", "credit": "Credit Decoding", "prophet": "Prophet",
+                "learn2pd": "Learn2PD", "tspd": "TSPD"}
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f} %"
+
+
+def _with_interval(correct: int, n: int) -> str:
+    """``89.4 % (95 % interval 86.4-91.8 %, n = 500)``."""
+    lo, hi = wilson(correct, n)
+    return f"{100 * correct / n:.1f} % (95 % interval {100 * lo:.1f}-{100 * hi:.1f} %, n = {n})"
+
+
+# ------------------------------------------------------------------------------------------------
+# The embedded model: its own records (evals.json, probes.json, config.json, weights)
+# ------------------------------------------------------------------------------------------------
+def model_accuracy(model: str = "tiny-arith") -> str:
+    acc = vanilla_accuracy(model)
+    if acc is None:
+        raise ValueError(f"{model} has no evals.json with a vanilla 1-token-per-step row")
+    return accuracy_text(acc)
+
+
+def _model_dir(model: str) -> Path:
+    from tspd.models.loading import resolve_path
+    return Path(resolve_path(model))
+
+
+def model_size(model: str = "tiny-arith") -> str:
+    """``0.55M parameters in 2 blocks`` (counted from the safetensors headers, blocks from config.json)."""
+    from safetensors import safe_open
+    path = _model_dir(model)
+    params = 0
+    for f in sorted(path.glob("*.safetensors")):
+        with safe_open(str(f), "pt") as st:
+            for k in st.keys():
+                n = 1
+                for d in st.get_slice(k).get_shape():
+                    n *= d
+                params += n
+    layers = json.loads((path / "config.json").read_text()).get("n_layers")
+    return f"{params / 1e6:.2f}M parameters in {layers} blocks"
+
+
+def model_lines(model: str = "tiny-arith") -> str:
+    """What the model's probes and its tokens-per-step sweep say: it reads its own lines and needs them."""
+    path = _model_dir(model)
+    probes = json.loads((path / "probes.json").read_text())
+    evals = json.loads((path / "evals.json").read_text())
+    cf_n = int(probes["cf_n"])
+    copied = round(probes["cf_next_copied"] * cf_n)
+    one = round(probes["one_pass_final"] * probes["n"])
+    steps = sorted((r for r in evals if r.get("policy") == "vanilla" and (r.get("tokens_per_step") or 1) > 1),
+                   key=lambda r: -r["tokens_per_step"])
+    parts = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
+    return (f"with line 1's result altered and everything after it masked, it copies the altered value in "
+            f"{copied} of {cf_n} problems ({_pct(copied / cf_n)}). It needs those lines: one forward with the whole "
+            f"answer window masked gets the final right for {_with_interval(one, int(probes['n']))}, and fewer "
+            f"steps cost it accuracy: {', '.join(parts)}, against {model_accuracy(model).replace('**', '')} "
+            f"(`{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}/evals.json`, `probes.json`)")
+
+
+# ------------------------------------------------------------------------------------------------
+# The paper's claims (results/claims)
+# ------------------------------------------------------------------------------------------------
+def claims_summary() -> str:
+    """The tally of the "What reproduces" page and, per verdict, each claim with the quantity that decided it."""
+    from tspd.book import claims
+    from tspd.book.claims.page import verdict_rows
+    stored = claims.load_all()
+    tally = claims.tally(claims.page_rows(stored))
+    rows = verdict_rows(stored)
+    ns = sorted({r["n"] for r in rows if r["n"] is not None})
+    head = (f"Claims of the paper checked on the embedded model: {tally[claims.HOLDS]} holds, "
+            f"{tally[claims.FAILS]} do not hold, {tally[claims.OPEN]} inconclusive ({len(rows)} claims; "
+            f"n = {', '.join(map(str, ns))} problems or prompts; 95 % bootstrap intervals).")
+    out = [head]
+    for verdict, title in ((claims.HOLDS, "Holds"), (claims.FAILS, "Does not hold"), (claims.OPEN, "Inconclusive")):
+        got = [r for r in rows if r["verdict"] == verdict]
+        if got:
+            out.append(f"{title}: " + "; ".join(f"{r['where']} ({r['decided by']})" for r in got) + ".")
+    return " ".join(out)
+
+
+def verdict_context(model: str = "tiny-arith", stored: dict | None = None) -> str:
+    """What the verdicts can mean on ``model`` (the "What reproduces" page prints it): its accuracy, that it
+    needs its own lines, and what the caches cost it, each from its record."""
+    from tspd.book import claims
+    stored = claims.load_all() if stored is None else stored
+    caches = [f for c in (stored.get("table04_kv_cache") or {}).values() for f in c.findings()
+              if f.quantity.startswith("accuracy")]
+    cache_text = "; ".join(f"{f.quantity} {f.value:.1f} (95 % interval {f.lo:.1f} to {f.hi:.1f}, n = {f.n})"
+                           for f in caches)
+    return (f"**What the verdicts can mean here.** The embedded model answers {model_accuracy(model)} and reads "
+            f"its own worked lines: {model_lines(model)}. So the accuracy a policy keeps says something, but a table "
+            f"notebook's intervals are a few points wide at its 200 problems: small accuracy differences stay "
+            f"inconclusive. Unlike LLaDA-8B (Fast-dLLM's report), this small model loses accuracy to the KV caches"
+            + (f" (Table 4: {cache_text})" if cache_text else "")
+            + ", which weighs on every claim about a cached method. The claims about forwards, wall time and "
+              "traces do not depend on it. An arithmetic task and a small model remain weak evidence about the "
+              "paper's 8B models on GSM8K.")
+
+
+# ------------------------------------------------------------------------------------------------
+# The 500-problem controller table (results/embedded_controllers.json and its runs)
+# ------------------------------------------------------------------------------------------------
+def _table() -> dict:
+    return json.loads((RESULTS / "embedded_controllers.json").read_text())
+
+
+def _runs(table: dict) -> dict[tuple, dict[str, dict]]:
+    """(controller, ce, cache) -> {problem id: row} of each run of the table."""
+    folder = RESULTS / "controller_table"
+    return {(r["controller"], r["ce"], r["cache"]): {x["id"]: x for x in ResultsFile(folder / f"{r['key']}.jsonl").load()}
+            for r in table["rows"]}
+
+
+class _Series:
+    """A run's rows in a fixed problem order, shaped as the claims' bootstrap takes them."""
+
+    def __init__(self, rows: dict[str, dict], ids: list[str]):
+        self.samples = [rows[i] for i in ids]
+        self.key = ""
+
+
+def controller_comparisons(seed: int = 0) -> str:
+    """Paired comparisons on the table's problems, as a Markdown table: each adaptive controller without a
+    cache against vanilla (accuracy), against TSPD + CE (forwards), CE's effect, and each cache's cost."""
+    from tspd.book.claims.runs import fewer_forwards, more_accurate
+    table = _table()
+    runs = _runs(table)
+    ids = sorted(set.intersection(*(set(r) for r in runs.values())))
+    series = {k: _Series(v, ids) for k, v in runs.items()}
+
+    def label(k):
+        name = POLICY_NAMES.get(k[0], k[0]) + (" + CE" if k[1] else "")
+        return name + ("" if k[2] == "none" else f", {k[2]} cache")
+
+    ours = ("tspd", True, "none")
+    vanilla = ("vanilla", False, "none")
+    found = []
+    adaptive = [k for k in series if k[2] == "none" and not k[1] and k[0] not in ("vanilla", "tspd")]
+    for k in [ours, *adaptive]:
+        found.append(more_accurate({label(k): series[k], label(vanilla): series[vanilla]}, label(k), label(vanilla),
+                                   seed=seed))
+    for k in adaptive:
+        found.append(fewer_forwards({label(k): series[k], label(ours): series[ours]}, label(ours), label(k), seed=seed))
+    plain = ("tspd", False, "none")
+    if plain in series:
+        found.append(fewer_forwards({label(ours): series[ours], label(plain): series[plain]}, label(ours), label(plain),
+                                    seed=seed))
+    for k in [k for k in series if k[2] != "none" and (k[1] == (k[0] == "tspd"))]:
+        base = (k[0], k[1], "none")
+        found.append(more_accurate({label(k): series[k], label(base): series[base]}, label(k), label(base), seed=seed))
+    lines = ["| comparison (paired, same problems) | value | 95 % interval | n |", "|---|---|---|---|"]
+    lines += [f"| {f.quantity} | {f.value:.2f} | {f.lo:.2f} to {f.hi:.2f} | {f.n} |" for f in found]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def controller_overview() -> str:
+    """The book introduction's sentence on the controllers, from the table's rows (n, forwards, accuracy)."""
+    table = _table()
+    rows = {(r["controller"], r["ce"], r["cache"]): r for r in table["rows"]}
+    van = rows[("vanilla", False, "none")]
+    keep = [rows[k] for k in [("tspd", True, "none"), ("fast-dllm", False, "none"), ("credit", False, "none"),
+                              ("learn2pd", False, "none")] if k in rows]
+    dual = [rows[(r["controller"], r["ce"], "dual")] for r in keep if (r["controller"], r["ce"], "dual") in rows]
+    span = lambda xs, f: f"{min(xs):{f}}-{max(xs):{f}}"  # noqa: E731
+    return (f"without a KV cache, TSPD + CE, Fast-dLLM, Credit Decoding and Learn2PD need "
+            f"{span([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
+            f"{span([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
+            f"and with the dual cache {span([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table['n']} each, "
+            f"the README's controller table)")
+
+
+# ------------------------------------------------------------------------------------------------
+# Cache agreement (results/cache_agreement.json)
+# ------------------------------------------------------------------------------------------------
+def cache_agreement() -> str:
+    result = json.loads((RESULTS / "cache_agreement.json").read_text())
+    rows = result["rows"]
+    by_policy: dict[str, list[dict]] = {}
+    for r in rows:
+        by_policy.setdefault(r["policy"], []).append(r)
+    keeps = "; ".join(f"{POLICY_NAMES.get(p, p)} on " + " and ".join(f"{_pct(r['same_answer'])} ({r['cache']})" for r in rs)
+                      for p, rs in by_policy.items())
+    parted = sum(r["parted"] for r in rows)
+    near = sum(r.get("near_tie", 0) for r in rows)
+    span = lambda k, f: f"{min(r[k] for r in rows):{f}}-{max(r[k] for r in rows):{f}}"  # noqa: E731
+    late = [r for r in rows if r["policy"] == "vanilla"]
+    when = (f" Vanilla's partings come a median {min(r['median_step_in_block'] for r in late):.0f}-"
+            f"{max(r['median_step_in_block'] for r in late):.0f} forwards after the start of their block." if late else "")
+    return (f"The no-cache answer is kept by {keeps} of the {result['n']} problems. At the first parting the "
+            f"no-cache run's top-1/top-2 margin (slack) has a median of {span('median_slack', '.2f')} and the cache "
+            f"moved the top-1 confidences by a median of {span('median_shift', '.2f')} (shift); {near} of {parted} "
+            f"partings are near-ties.{when}")
+
+
+# ------------------------------------------------------------------------------------------------
+# The README's lm-eval example (results/lmeval_example.json)
+# ------------------------------------------------------------------------------------------------
+def _lmeval() -> dict:
+    return json.loads((RESULTS / "lmeval_example.json").read_text())
+
+
+def lmeval_numbers() -> str:
+    rec = _lmeval()
+    got = {name: (r["accuracy"], r["nfe"], r["tpf"]) for name, r in rec["runs"].items()}
+    text = lambda v: f"accuracy {v[0]:.2f}, NFE {v[1]:.2f} and TPF {v[2]:.1f} per problem"  # noqa: E731
+    if len(set(got.values())) == 1:
+        return f"on {rec['limit']} problems all three give {text(next(iter(got.values())))}"
+    return f"on {rec['limit']} problems: " + "; ".join(f"`{n}` {text(v)}" for n, v in got.items())
+
+
+def lmeval_times() -> str:
+    rec = _lmeval()
+    secs = {name: r["seconds"] for name, r in rec["runs"].items()}
+    return (f"On the 2-core CPU ({rec['device']}, 1-minute load average {rec['load_average']} from other work, "
+            f"{rec['date']}) the first command took {secs['lm_eval']:.1f} s for {rec['limit']} problems, the second "
+            f"{secs['tspd.lmeval']:.1f} s, `python -m tspd eval` {secs['tspd eval']:.1f} s "
+            f"(`{rec['command']}`, `results/lmeval_example.json`)")
+
+
+FACTS: dict[str, Callable[[], str]] = {
+    "model-accuracy": model_accuracy,
+    "model-size": model_size,
+    "model-lines": model_lines,
+    "claims-summary": claims_summary,
+    "controller-comparisons": controller_comparisons,
+    "controller-overview": controller_overview,
+    "cache-agreement": cache_agreement,
+    "lmeval-numbers": lmeval_numbers,
+    "lmeval-times": lmeval_times,
+}
+
+
+def spans(text: str) -> list[tuple[str, str]]:
+    """(name, text) of every marked span of a page."""
+    return [(m.group(1), m.group(2)) for m in MARK.finditer(text)]
+
+
+def fill(text: str, names: set[str] | None = None, cache: dict | None = None) -> str:
+    """``text`` with every marked span (or those of ``names``) rewritten from its record."""
+    cache = {} if cache is None else cache
+
+    def sub(m):
+        name = m.group(1)
+        if names is not None and name not in names:
+            return m.group(0)
+        if name not in FACTS:
+            raise KeyError(f"unknown marked span <!-- {name} -->; known: {', '.join(FACTS)}")
+        if name not in cache:
+            cache[name] = FACTS[name]()
+        return f"<!-- {name} -->{cache[name]}<!-- /{name} -->"
+
+    return MARK.sub(sub, text)
+
+
+def update(pages: tuple[str, ...] = PAGES) -> list[str]:
+    """Rewrite the marked spans of ``pages`` (paths under the repository); the pages that changed."""
+    changed, cache = [], {}
+    for name in pages:
+        path = REPO_ROOT / name
+        text = path.read_text()
+        new = fill(text, cache=cache)
+        if new != text:
+            path.write_text(new)
+            changed.append(name)
+    return changed
+
+
+__all__ = ["FACTS", "PAGES", "MARK", "spans", "fill", "update", "model_accuracy", "model_size", "model_lines",
+           "verdict_context",
+           "claims_summary", "controller_comparisons", "controller_overview", "cache_agreement", "lmeval_numbers",
+           "lmeval_times"]

@@ -1,0 +1,77 @@
+"""AUP, Accuracy Under Parallelism: one number for a decoder's speed-accuracy curve.
+
+The d3LLM leaderboard's score (hao-ai-lab, d3LLM, ``AUP_leaderboard/aup_utils.py``, and its blog "Who is
+the Most Parallel Parallel-Decoder?"), written here from its definition. A method contributes points
+``(rho_i, y_i)``: its parallelism as TPF (tokens per forward, :func:`tspd.eval.results.tpf`) and its
+accuracy in percent, one point per setting of its knob. Sorted by TPF, the points that keep at least
+``y_1 - 5`` (``y_1`` the accuracy at the lowest TPF) count, and
+
+    AUP = rho_1 y_1 + 1/2 sum_{i>1} (rho_i - rho_{i-1}) (y_i W(y_i) + y_{i-1} W(y_{i-1})),
+    W(y) = min(exp(-3 (1 - y / y_max)), 1),
+
+with ``y_max`` the best accuracy of any method on the task: the area under the accuracy-TPF curve from
+TPF 0, each trapezoid weighted down where accuracy falls below the task's best. One point alone scores
+``rho_1 y_1``. The paper this package reproduces reports TPS and speedups, not AUP: AUP here is the
+field's yardstick applied to our own runs, and to the leaderboard's published points as theirs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+ALPHA = 3.0   # the weight's penalty on accuracy below the task's best
+DROP = 5.0    # points kept: accuracy at least y_1 - DROP (percentage points)
+
+Point = tuple[float, float]   # (TPF, accuracy in %)
+
+
+def weight(y: float, y_max: float, alpha: float = ALPHA) -> float:
+    """W(y) = min(exp(-alpha (1 - y / y_max)), 1); 1 where no method is right at all (``y_max`` 0)."""
+    if y_max <= 0:
+        return 1.0
+    return min(math.exp(-alpha * (1.0 - y / y_max)), 1.0)
+
+
+def kept(points: Iterable[Point], drop: float = DROP) -> list[Point]:
+    """The points AUP integrates: sorted by TPF (ties keep their order), accuracy >= y_1 - ``drop``."""
+    ordered = sorted(((float(r), float(y)) for r, y in points), key=lambda p: p[0])
+    if not ordered:
+        raise ValueError("AUP needs at least one (TPF, accuracy) point")
+    if any(r <= 0 for r, _ in ordered):
+        raise ValueError(f"TPF must be positive, got {[r for r, _ in ordered]}")
+    floor = ordered[0][1] - drop
+    return [p for p in ordered if p[1] >= floor]
+
+
+def aup(points: Iterable[Point], y_max: float, alpha: float = ALPHA, drop: float = DROP) -> float:
+    """AUP of one method's points ``(TPF, accuracy %)`` on a task whose best accuracy is ``y_max`` (%)."""
+    pts = kept(points, drop)
+    total = pts[0][0] * pts[0][1]
+    for (r0, y0), (r1, y1) in zip(pts, pts[1:]):
+        total += 0.5 * (r1 - r0) * (y1 * weight(y1, y_max, alpha) + y0 * weight(y0, y_max, alpha))
+    return total
+
+
+def best_accuracy(methods: Mapping[str, Sequence[Point]]) -> float:
+    """``y_max``: the best accuracy of any point of any method."""
+    return max(y for pts in methods.values() for _, y in pts)
+
+
+def aups(methods: Mapping[str, Sequence[Point]], y_max: float | None = None, **kw) -> dict[str, float]:
+    """AUP of every method, ``y_max`` (default: the best of their points) shared by all."""
+    top = best_accuracy(methods) if y_max is None else y_max
+    return {name: aup(pts, top, **kw) for name, pts in methods.items()}
+
+
+def point(rows: Sequence[dict]) -> Point:
+    """A run's point from its stored rows: (TPF, accuracy in %)."""
+    from tspd.eval.results import tpf
+    if not rows:
+        raise ValueError("a point needs at least one row")
+    rho = tpf(rows)
+    if rho is None:
+        raise ValueError("the rows carry no gen_tokens / nfe: TPF cannot be computed")
+    return rho, 100.0 * sum(bool(r["correct"]) for r in rows) / len(rows)
+
+
+__all__ = ["ALPHA", "DROP", "Point", "weight", "kept", "aup", "best_accuracy", "aups", "point"]
