@@ -1,0 +1,94 @@
+"""Run the README's lm-eval example on the embedded model and keep what it measured.
+
+The README's "Evaluating with lm-evaluation-harness" section shows three commands that decode the same
+50 ``arith`` problems with Fast-dLLM at threshold 0.9: the stock ``lm_eval`` (the task named by its
+YAML), ``python -m tspd.lmeval`` and ``python -m tspd eval``. This script runs the three, each in a
+fresh process, and writes ``results/lmeval_example.json``: per command its accuracy, mean NFE, TPF and
+wall time, with the machine and the thread count. The README's numbers are written from that file
+(``tspd.book.prose``, ``python scripts/fill_records.py``) and ``tests/test_lmeval_example.py`` decodes
+the problems again and compares.
+
+    .venv/bin/python scripts/lmeval_example.py --threads 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tspd.provenance import device_name  # noqa: E402
+
+MODEL_ARGS = "pretrained=tiny-arith,policy=fast-dllm,threshold=0.9"
+LIMIT = 50
+YAML = "tspd/eval/lmeval/tasks/tspd_arith/tspd_arith.yaml"
+
+
+def commands(out: Path, threads: int) -> dict[str, list[str]]:
+    """The README's three commands (output paths under ``out``)."""
+    bin_ = ROOT / ".venv" / "bin"
+    return {
+        "lm_eval": [str(bin_ / "lm_eval"), "--model", "tspd", "--model_args", MODEL_ARGS, "--tasks", YAML,
+                    "--limit", str(LIMIT), "--output_path", str(out / "lm_eval")],
+        "tspd.lmeval": [str(bin_ / "python"), "-m", "tspd.lmeval", "--model", "tspd", "--model_args", MODEL_ARGS,
+                        "--tasks", "tspd_arith", "--limit", str(LIMIT), "--threads", str(threads),
+                        "--output_path", str(out / "tspd.lmeval"), "--log_samples"],
+        "tspd eval": [str(bin_ / "python"), "-m", "tspd", "eval", "--task", "arith", "--policy", "fast-dllm",
+                      "--threshold", "0.9", "--limit", str(LIMIT), "--threads", str(threads),
+                      "--out", str(out / "arith.jsonl")],
+    }
+
+
+def lmeval_numbers(out: Path) -> dict:
+    """exact_match, nfe and tpf of the one results file lm-eval wrote under ``out``."""
+    (path,) = sorted(out.rglob("results_*.json"))
+    got = json.loads(path.read_text())["results"]["tspd_arith"]
+    return {"accuracy": got["exact_match,none"], "nfe": got["nfe,none"], "tpf": got.get("tpf,none")}
+
+
+def eval_numbers(out: Path) -> dict:
+    """accuracy, mean NFE and TPF of ``python -m tspd eval``'s summary file."""
+    got = json.loads((out / "arith.summary.json").read_text())
+    summary = got.get("summary", got)
+    return {"accuracy": summary["accuracy"], "nfe": summary["nfe_mean"], "tpf": summary.get("tpf")}
+
+
+def run(threads: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        record = {"limit": LIMIT, "model_args": MODEL_ARGS, "threads": threads, "device": device_name("cpu"),
+                  "date": time.strftime("%Y-%m-%d"), "command": f"python scripts/lmeval_example.py --threads {threads}",
+                  "load_average": round(os.getloadavg()[0], 1),   # other work on the machine (1-minute load)
+                  "runs": {}}
+        for name, cmd in commands(out, threads).items():
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            seconds = time.perf_counter() - start
+            numbers = eval_numbers(out) if name == "tspd eval" else lmeval_numbers(out / name)
+            shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)).replace(str(out), "OUT")
+            record["runs"][name] = {"command": shown,
+                                    **numbers, "seconds": round(seconds, 1)}
+        return record
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of each command")
+    ap.add_argument("--out", default=str(ROOT / "results" / "lmeval_example.json"))
+    args = ap.parse_args()
+    record = run(args.threads)
+    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

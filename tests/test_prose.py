@@ -1,0 +1,74 @@
+"""Text from records: every measured number the README and the book's introduction state is written
+from the record that holds it (tspd.book.prose), and these tests fail when a stated number and its
+record disagree."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from tspd.book import prose
+from tspd.models.loading import resolve_path
+from tspd.provenance import REPO_ROOT
+
+REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
+    "README.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "controller-comparisons",
+                  "cache-agreement", "lmeval-numbers", "lmeval-times"},
+    "book/intro.md": {"model-size", "model-accuracy", "model-lines", "controller-overview"},
+}
+
+
+@pytest.mark.parametrize("page", prose.PAGES)
+def test_every_marked_span_says_what_its_record_says(page):
+    text = (REPO_ROOT / page).read_text()
+    names = {name for name, _ in prose.spans(text)}
+    assert REQUIRED[page] <= names, f"{page}: missing spans {REQUIRED[page] - names}"
+    for name, body in prose.spans(text):
+        assert body == prose.FACTS[name](), f"{page}: <!-- {name} --> is stale: run scripts/fill_records.py"
+
+
+def _outside_spans(text: str) -> list[str]:
+    """The page's prose lines outside marked spans, code blocks and tables."""
+    text = prose.MARK.sub("", text)
+    out, code = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            code = not code
+        elif not code and not line.lstrip().startswith("|"):
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("page", prose.PAGES)
+def test_no_measured_share_or_gap_outside_a_span(page):
+    """A percentage (other than the 95 % of an interval) or a gap in points stated by hand is a number
+    no record backs: it belongs in a span or not on the page."""
+    bad = [line for line in _outside_spans((REPO_ROOT / page).read_text())
+           if re.search(r"\b(?!95 %)\d+(\.\d+)? ?%|\d+(\.\d+)? points", line)]
+    assert not bad, f"{page}: numbers without a record: {bad}"
+
+
+def test_a_fact_follows_its_record(tmp_path, monkeypatch):
+    """Change a record and the text changes with it (so the span check above can fail)."""
+    ckpt = tmp_path / "m"
+    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
+    before = prose.model_lines(str(ckpt))
+    probes = json.loads((ckpt / "probes.json").read_text())
+    probes["cf_next_copied"] = 0.5
+    (ckpt / "probes.json").write_text(json.dumps(probes))
+    after = prose.model_lines(str(ckpt))
+    assert before != after and f"in {round(0.5 * probes['cf_n'])} of {probes['cf_n']} problems" in after
+
+    record = json.loads((REPO_ROOT / "results" / "lmeval_example.json").read_text())
+    record["runs"]["lm_eval"]["accuracy"] = 0.16
+    monkeypatch.setattr(prose, "_lmeval", lambda: record)
+    assert "`lm_eval` accuracy 0.16" in prose.lmeval_numbers()
+
+
+def test_fill_rewrites_only_marked_spans_and_refuses_unknown_names():
+    text = "a <!-- model-size -->old<!-- /model-size --> b"
+    assert prose.fill(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"
+    with pytest.raises(KeyError, match="unknown marked span"):
+        prose.fill("<!-- no-such-fact -->x<!-- /no-such-fact -->")
