@@ -37,7 +37,7 @@ def _panels(rows: list[dict], panel: str | None) -> dict[str, list[dict]]:
 
 def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", panel: str | None = None,
                   reference: str | None = "Vanilla", ours_title: str = "ours", paper_title: str | None = None,
-                  y: str = "accuracy", y_title: str = "accuracy (%)", columns: int = 3):
+                  y: str = "accuracy", y_title: str = "accuracy (%)", columns: int = 2):
     """The paper's (speedup, accuracy) per ``label`` beside ours, one panel per value of ``panel``.
 
     ``reference`` names the row whose TPS is 1x where a table gives no speedup column (and whose
@@ -54,7 +54,7 @@ def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", pa
     colour = {name: cmap(i % cmap.N) for i, name in enumerate(labels)}
     ncols = max(1, min(columns, len(sides)))
     nrows = math.ceil(len(sides) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols + 1.6, 3.3 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols + 1.6, 3.4 * nrows), squeeze=False)
     for ax, (side, who, name, rs) in zip(axes.flat, sides):
         xs = speedups(rs, label, reference)
         for r, x in zip(rs, xs):
@@ -84,7 +84,7 @@ def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", pa
     if reference is not None:
         handles.append(Line2D([], [], color="0.5", ls=":", label=f"{reference}'s accuracy"))
     fig.legend(handles=handles, loc="center right", fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1 - 1.5 / (4.0 * ncols + 1.6), 1))
+    fig.tight_layout(rect=(0, 0, 1 - 1.5 / (4.6 * ncols + 1.6), 1))
     return fig
 
 

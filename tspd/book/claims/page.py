@@ -79,7 +79,7 @@ def evidence_rows(stored: dict) -> list[dict]:
     return rows
 
 
-def forest(stored: dict, width: float = 11.0):
+def forest(stored: dict, width: float = 9.0):
     """The forest plot: one row per quantity (labelled with its figure or table), its interval as a bar
     and its value as a dot in the verdict's colour, the claimed bound as a black tick (a band: a grey
     span); one panel per unit (:data:`UNITS`), the panels' heights by their rows."""
