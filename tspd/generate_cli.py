@@ -4,16 +4,33 @@ from __future__ import annotations
 import json
 
 from tspd.decoding.config import DecodeConfig, add_decode_arguments
+from tspd.decoding.controllers import REGISTRY, check_policy
 from tspd.decoding.controllers.weights import check_controller_files
 from tspd.eval.tasks import render_prompt
 from tspd.models.loading import Checkpoint, add_model_arguments, load_model
 from tspd.validate import UsageError, check_device, check_dtype
 
 
+def decoding_policies() -> list[str]:
+    """The policies ``generate`` decodes with: every registered one but a trace-collection oracle (EGP needs
+    each prompt's vanilla answer; ``collect-traces --policy egp`` runs it)."""
+    out = []
+    for name in REGISTRY:
+        try:
+            check_policy(name, {})
+        except UsageError:
+            continue
+        out.append(name)
+    return out
+
+
 def add_arguments(p) -> None:
     add_model_arguments(p)
     p.add_argument("--prompt", required=True, help="prompt text")
-    add_decode_arguments(p)
+    p.add_argument("--policy", default=DecodeConfig.policy,
+                   help=f"decoding controller: {', '.join(decoding_policies())} (EGP, the trace-collection oracle, "
+                        f"is collect-traces' --policy)")
+    add_decode_arguments(p, skip=("policy",))
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the prompt in the tokenizer's chat template (auto: if it has one)")
     p.add_argument("--truncate-prompt", action="store_true",
