@@ -30,3 +30,10 @@ def test_summary_gives_costs_in_points_of_accuracy():
     assert s["fast_dual_cost"] == pytest.approx(3.0) and s["long_accuracy"] == pytest.approx(20 / 24)
     assert s["long_gap"] == pytest.approx(100 * 2 / 24, abs=0.01)
     assert headline({k: v for k, v in rows.items() if k != "vanilla_512"}, RegimeConfig(long_windows=()))["long_gap"] is None
+
+
+def test_training_evaluations_can_leave_out_the_costly_vanilla_cache_rows():
+    names = {name for name, _, _ in decodings(RegimeConfig(vanilla_caches=False, long_windows=()), 256, 32)}
+    assert names == {"vanilla", "fast", "fixed4", "fast_prefix", "fast_dual"}
+    assert headline({"vanilla": _row(90), "fast": _row(90, tpf=3.0), "fixed4": _row(80), "fast_dual": _row(89)},
+                    RegimeConfig(long_windows=()))["vanilla_dual_cost"] is None

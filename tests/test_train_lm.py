@@ -377,5 +377,5 @@ def test_a_chain_run_records_its_task_and_regime_figures(tmp_path):
     point = info["curve"][0]
     assert point["regime"]["vanilla_384"]["n"] == 1 and point["regime"]["fast"]["n"] == 2
     rows = list(csv.DictReader((out / "eval_log.csv").open()))
-    assert "fast_tpf" in rows[0] and rows[0]["vanilla_dual_cost"] != ""
+    assert "fast_tpf" in rows[0] and rows[0]["fast_dual_cost"] != "" and rows[0]["vanilla_dual_cost"] == ""
     assert "## Regime figures during training" in (out / "TRAINING.md").read_text()

@@ -38,6 +38,7 @@ class RegimeConfig:
     threshold: float = 0.9       # Fast-dLLM's threshold (the leaderboard's TPF point)
     tokens_per_step: int = 4     # the fixed schedule whose loss says parallel decoding is hard
     caches: tuple[str, ...] = ("prefix", "dual")
+    vanilla_caches: bool = True  # the caches under vanilla too (a forward per token: the costly rows; off during training)
     tspd_ce: bool = False        # also TSPD + CE with each cache (needs the model's trained controllers/tspd)
     batch: int = 100             # prompts per generate() call
 
@@ -68,8 +69,9 @@ def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tup
     if cfg.tspd_ce:
         out.append(("tspd_ce", DecodeConfig.of(**ours), False))
     for cache in cfg.caches:
-        out += [(f"vanilla_{cache}", DecodeConfig.of(cache=cache, **base), False),
-                (f"fast_{cache}", DecodeConfig.of(cache=cache, **fast), False)]
+        if cfg.vanilla_caches:
+            out.append((f"vanilla_{cache}", DecodeConfig.of(cache=cache, **base), False))
+        out.append((f"fast_{cache}", DecodeConfig.of(cache=cache, **fast), False))
         if cfg.tspd_ce:
             out.append((f"tspd_ce_{cache}", DecodeConfig.of(cache=cache, **ours), False))
     for w in cfg.long_windows:
