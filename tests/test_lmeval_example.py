@@ -22,7 +22,9 @@ def test_a_fresh_run_of_the_readmes_lmeval_command_gives_its_numbers(tmp_path):
            "--tasks", "tspd_arith", "--limit", str(record["limit"]), "--threads", "1", "--output_path", str(tmp_path)]
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True)
     (path,) = sorted(tmp_path.rglob("results_*.json"))
-    got = json.loads(path.read_text())["results"]["tspd_arith"]
+    results = json.loads(path.read_text())
+    got = results["results"]["tspd_arith"]
+    assert results["config"]["tspd"]["generate_until"]["tpf"] == pytest.approx(stored["tpf"])
     assert got["exact_match,none"] == pytest.approx(stored["accuracy"])
     assert got["nfe,none"] == pytest.approx(stored["nfe"])
     assert got["tpf,none"] == pytest.approx(stored["tpf"])

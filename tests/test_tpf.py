@@ -43,3 +43,11 @@ def test_lmeval_samples_report_tpf_and_the_table_aggregates_it_as_a_ratio_of_sum
     assert a == {"gen_tokens": 30, "nfe": 2, "tpf": 15.0}
     assert aggregate_tpf([a, b, None]) == pytest.approx(4.0)
     assert _speed("plain text")["tpf"] is None and math.isnan(aggregate_tpf([None]))
+
+
+def test_the_registrys_summary_carries_the_same_tpf():
+    from tspd.eval.experiments import RunConfig, load_result
+    path = sorted((REPO_ROOT / "results" / "runs").glob("*.json"))
+    meta = json.loads(next(p for p in path if not p.name.endswith(".summary.json")).read_text())
+    result = load_result(RunConfig.from_dict({**meta["config"], "limit": 20}))
+    assert result is not None and result.summary["tpf"] == pytest.approx(tpf(result.samples))

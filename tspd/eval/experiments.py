@@ -19,7 +19,8 @@ split, so a larger ``limit`` extends the same file and a smaller one reads a pre
 
 :attr:`RunResult.summary` follows the paper (Appendix A.1): ``tps`` = sum of B * L_gen over batches /
 their wall time (each session's first batch is the warm-up and is left out when others exist),
-``tps_nonpad`` counts only tokens that are not EOS/EoT/pad, and ``accuracy`` is in **percent**, the
+``tps_nonpad`` counts only tokens that are not EOS/EoT/pad, ``tpf`` is tokens per forward
+(:func:`tspd.eval.results.tpf`, the field's measure of parallelism), and ``accuracy`` is in **percent**, the
 paper's unit (the harness's own summary file stores a fraction). Runs computed with ``profile=True``
 (every row timed by phase) also have ``forward_ms``, ``controller_pct_of_forward`` and
 ``ce_pct_of_forward`` (:func:`tspd.eval.results.phase_shares`).
@@ -167,7 +168,8 @@ def _to_result(config: RunConfig, rows: list[dict], path: Path, name: str, compu
     summary = summarize(rows)
     out = {"n": summary["n"],
            "accuracy": None if summary["accuracy"] is None else 100.0 * summary["accuracy"],
-           "nfe_mean": summary["nfe_mean"], "tps": summary["tps"], "tps_nonpad": summary["tps_nonpad"],
+           "nfe_mean": summary["nfe_mean"], "tpf": summary["tpf"], "tps": summary["tps"],
+           "tps_nonpad": summary["tps_nonpad"],
            "gen_seconds": summary["gen_seconds"]}
     out.update({k: summary[k] for k in ("forward_ms", "controller_pct_of_forward", "ce_pct_of_forward")
                 if k in summary})

@@ -17,8 +17,8 @@ What lm-eval's output then holds: every response is a :class:`Completion`, a ``s
 its record (``nfe``, ``seconds``, ``gen_tokens``, batch bookkeeping as the project harness's rows); the
 shipped tasks (``tspd_arith``, ``tspd_gsm8k``) turn it into per-sample metrics ``nfe`` and
 ``tokens_per_second`` beside the accuracy (samples file and results table). For any task,
-``results["config"]["tspd"]`` (:meth:`TSPDLM.get_model_info`) holds the decoding and the run's NFE
-and throughput (the harness's definitions: :func:`tspd.eval.results.throughput`).
+``results["config"]["tspd"]`` (:meth:`TSPDLM.get_model_info`) holds the decoding and the run's NFE, TPF
+and throughput (the harness's definitions: :func:`tspd.eval.results.tpf`, :func:`tspd.eval.results.throughput`).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from lm_eval.api.registry import register_model
 
 from tspd.eval.lmeval.likelihood import encode_pair, greedy_suffix, mc_loglikelihood
 from tspd.eval.lmeval.settings import ModelArgs, parse_model_args
-from tspd.eval.results import throughput
+from tspd.eval.results import throughput, tpf
 from tspd.eval.shard import Shard
 from tspd.eval.tasks import cut_at_stop, render_prompt, use_chat
 from tspd.validate import UsageError, check_fits, max_positions
@@ -190,6 +190,7 @@ class TSPDLM(LM):
         gen = {"requests": len(rows), "processes": self.world_size}
         if rows:
             gen["nfe_mean"] = sum(r["nfe"] for r in rows) / len(rows)
+            gen["tpf"] = tpf(rows)
             gen["forwards"] = sum(max(r["nfe"] for r in rows if r["batch"] == b) for b in {r["batch"] for r in rows})
             gen.update(throughput(rows))
             gen["tokens_per_second"] = gen.pop("tps")
