@@ -69,21 +69,36 @@ def model_size(model: str = "tiny-arith") -> str:
 
 
 def model_lines(model: str = "tiny-arith") -> str:
-    """What the model's probes and its tokens-per-step sweep say: it reads its own lines and needs them."""
+    """What the model's probes and its tokens-per-step sweep say: it reads its own lines and needs them.
+
+    Each part comes from its record where the record has it (``probes.json``: the counterfactual copy and
+    the one-forward final; ``evals.json``: vanilla at several tokens per step); a part without its record
+    is left out.
+    """
     path = _model_dir(model)
-    probes = json.loads((path / "probes.json").read_text())
-    evals = json.loads((path / "evals.json").read_text())
-    cf_n = int(probes["cf_n"])
-    copied = round(probes["cf_next_copied"] * cf_n)
-    one = round(probes["one_pass_final"] * probes["n"])
+    probes = json.loads((path / "probes.json").read_text()) if (path / "probes.json").is_file() else {}
+    evals = json.loads((path / "evals.json").read_text()) if (path / "evals.json").is_file() else []
+    out = []
+    if probes.get("cf_n") and probes.get("cf_next_copied") is not None:
+        cf_n = int(probes["cf_n"])
+        copied = round(probes["cf_next_copied"] * cf_n)
+        out.append(f"with line 1's result altered and everything after it masked, it copies the altered value in "
+                   f"{copied} of {cf_n} problems ({_pct(copied / cf_n)})")
+    needs = []
+    if probes.get("one_pass_final") is not None and probes.get("n"):
+        one = round(probes["one_pass_final"] * probes["n"])
+        needs.append(f"one forward with the whole answer window masked gets the final right for "
+                     f"{_with_interval(one, int(probes['n']))}")
     steps = sorted((r for r in evals if r.get("policy") == "vanilla" and (r.get("tokens_per_step") or 1) > 1),
                    key=lambda r: -r["tokens_per_step"])
-    parts = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
-    return (f"with line 1's result altered and everything after it masked, it copies the altered value in "
-            f"{copied} of {cf_n} problems ({_pct(copied / cf_n)}). It needs those lines: one forward with the whole "
-            f"answer window masked gets the final right for {_with_interval(one, int(probes['n']))}, and fewer "
-            f"steps cost it accuracy: {', '.join(parts)}, against {model_accuracy(model).replace('**', '')} "
-            f"(`{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}/evals.json`, `probes.json`)")
+    if steps and vanilla_accuracy(model) is not None:
+        parts = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
+        needs.append(f"fewer steps cost it accuracy: {', '.join(parts)}, against "
+                     f"{model_accuracy(model).replace('**', '')}")
+    if needs:
+        out.append("It needs those lines: " + ", and ".join(needs) if out else ", and ".join(needs))
+    source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    return ". ".join(out) + f" (`{source}/evals.json`, `probes.json`)" if out else "its record has no probes yet"
 
 
 # ------------------------------------------------------------------------------------------------
