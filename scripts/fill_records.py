@@ -22,11 +22,11 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="report spans that differ from their records; change nothing")
     args = ap.parse_args()
     if args.check:
-        stale = [p for p in prose.PAGES if prose.fill((REPO_ROOT / p).read_text()) != (REPO_ROOT / p).read_text()]
+        stale = [p for p in prose.PAGES if prose.filled((REPO_ROOT / p).read_text()) != (REPO_ROOT / p).read_text()]
         for p in stale:
             print(f"{p}: a marked span differs from its record (run scripts/fill_records.py)")
         return 1 if stale else 0
-    for p in prose.update():
+    for p in prose.rewrite():
         print(f"rewrote {p}")
     return 0
 

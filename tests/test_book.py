@@ -61,10 +61,10 @@ def test_side_by_side_adds_our_tpf_column():
 def test_paper_vs_ours_takes_speedups_or_tps_over_the_reference():
     import matplotlib
     matplotlib.use("Agg")
-    from tspd.book.figures import speedups
+    from tspd.book.figures import speedup_or_ratio
     rows = [{"method": "Vanilla", "tps": 2.0}, {"method": "X", "tps": 6.0}, {"method": "Y", "speedup": 5.0, "tps": 1.0}]
-    assert speedups(rows, "method", "Vanilla") == [1.0, 3.0, 5.0]
-    assert speedups(rows, "method", None) == [None, None, 5.0]
+    assert speedup_or_ratio(rows, "method", "Vanilla") == [1.0, 3.0, 5.0]
+    assert speedup_or_ratio(rows, "method", None) == [None, None, 5.0]
     paper = [{"method": "Vanilla", "tps": 1.0, "accuracy": 80.0, "setting": {"task": "gsm8k"}},
              {"method": "X", "tps": 4.0, "accuracy": 79.0, "setting": {"task": "gsm8k"}},
              {"method": "X", "tps": 5.0, "accuracy": 30.0, "setting": {"task": "math"}}]

@@ -23,9 +23,9 @@ REQUIRED = {   # the spans each page must keep (a removed marker would silently 
 @pytest.mark.parametrize("page", prose.PAGES)
 def test_every_marked_span_says_what_its_record_says(page):
     text = (REPO_ROOT / page).read_text()
-    names = {name for name, _ in prose.spans(text)}
+    names = {name for name, _ in prose.named_spans(text)}
     assert REQUIRED[page] <= names, f"{page}: missing spans {REQUIRED[page] - names}"
-    for name, body in prose.spans(text):
+    for name, body in prose.named_spans(text):
         assert body == prose.FACTS[name](), f"{page}: <!-- {name} --> is stale: run scripts/fill_records.py"
 
 
@@ -67,8 +67,8 @@ def test_a_fact_follows_its_record(tmp_path, monkeypatch):
     assert "`lm_eval` accuracy 0.16" in prose.lmeval_numbers()
 
 
-def test_fill_rewrites_only_marked_spans_and_refuses_unknown_names():
+def test_filled_rewrites_only_marked_spans_and_refuses_unknown_names():
     text = "a <!-- model-size -->old<!-- /model-size --> b"
-    assert prose.fill(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"
+    assert prose.filled(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"
     with pytest.raises(KeyError, match="unknown marked span"):
-        prose.fill("<!-- no-such-fact -->x<!-- /no-such-fact -->")
+        prose.filled("<!-- no-such-fact -->x<!-- /no-such-fact -->")

@@ -14,7 +14,7 @@ import textwrap
 from tspd.book.reported import _get, paper_label
 
 
-def speedups(rows: list[dict], label: str, reference: str | None) -> list[float | None]:
+def speedup_or_ratio(rows: list[dict], label: str, reference: str | None) -> list[float | None]:
     """Each row's ``speedup`` where it has one, else its TPS over the TPS of the row labelled
     ``reference`` among ``rows`` (None when neither exists)."""
     ref = next((r for r in rows if reference is not None and str(_get(r, label)) == reference), None)
@@ -56,7 +56,7 @@ def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", pa
     nrows = math.ceil(len(sides) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols + 1.6, 3.4 * nrows), squeeze=False)
     for ax, (side, who, name, rs) in zip(axes.flat, sides):
-        xs = speedups(rs, label, reference)
+        xs = speedup_or_ratio(rs, label, reference)
         for r, x in zip(rs, xs):
             if x is None or _get(r, y) is None:
                 continue
@@ -88,4 +88,4 @@ def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", pa
     return fig
 
 
-__all__ = ["speedups", "paper_vs_ours"]
+__all__ = ["speedup_or_ratio", "paper_vs_ours"]

@@ -4,7 +4,7 @@ A page marks such text as ``<!-- NAME -->...<!-- /NAME -->``; :data:`FACTS` maps
 function that writes the text from the stored record that holds its numbers (a checkpoint's
 ``evals.json`` / ``probes.json``, ``results/claims``, the 500-problem controller table's runs,
 ``results/cache_agreement.json``, ``results/lmeval_example.json``). ``python scripts/fill_records.py``
-rewrites every marked span of :data:`PAGES` from the records; ``tests/test_prose.py`` fails when a
+rewrites every marked span of :data:`PAGES` from the records (:func:`rewrite`); ``tests/test_prose.py`` fails when a
 span says anything else, so a stated number cannot drift from its record. Accuracy differences are
 stated with n and a 95 % interval (paired bootstrap over the same problems, :mod:`tspd.book.claims`);
 accuracies with n and a Wilson interval.
@@ -275,12 +275,12 @@ FACTS: dict[str, Callable[[], str]] = {
 }
 
 
-def spans(text: str) -> list[tuple[str, str]]:
+def named_spans(text: str) -> list[tuple[str, str]]:
     """(name, text) of every marked span of a page."""
     return [(m.group(1), m.group(2)) for m in MARK.finditer(text)]
 
 
-def fill(text: str, names: set[str] | None = None, cache: dict | None = None) -> str:
+def filled(text: str, names: set[str] | None = None, cache: dict | None = None) -> str:
     """``text`` with every marked span (or those of ``names``) rewritten from its record."""
     cache = {} if cache is None else cache
 
@@ -297,20 +297,20 @@ def fill(text: str, names: set[str] | None = None, cache: dict | None = None) ->
     return MARK.sub(sub, text)
 
 
-def update(pages: tuple[str, ...] = PAGES) -> list[str]:
+def rewrite(pages: tuple[str, ...] = PAGES) -> list[str]:
     """Rewrite the marked spans of ``pages`` (paths under the repository); the pages that changed."""
     changed, cache = [], {}
     for name in pages:
         path = REPO_ROOT / name
         text = path.read_text()
-        new = fill(text, cache=cache)
+        new = filled(text, cache=cache)
         if new != text:
             path.write_text(new)
             changed.append(name)
     return changed
 
 
-__all__ = ["FACTS", "PAGES", "MARK", "spans", "fill", "update", "model_accuracy", "model_size", "model_lines",
+__all__ = ["FACTS", "PAGES", "MARK", "named_spans", "filled", "rewrite", "model_accuracy", "model_size", "model_lines",
            "verdict_context",
            "claims_summary", "controller_comparisons", "controller_overview", "cache_agreement", "lmeval_numbers",
            "lmeval_times"]
