@@ -11,7 +11,7 @@ next batch starts, so a killed run loses only the batch in flight. Rerunning wit
 reads the rows already there (a truncated last line is dropped), skips their ids and goes on; rows of
 a different configuration in that file are an error rather than silently mixed.
 
-Row: ``id, correct, reason, output, extracted, nfe, seconds, gen_tokens`` plus batch bookkeeping
+Row: ``id, correct, reason, output, extracted, nfe, seconds, gen_tokens, tpf`` (the row's own TPF, :func:`tspd.eval.results.tpf`) plus batch bookkeeping
 (``batch, batch_size, batch_seconds, gen_length, warmup``), ``chat``, the configuration hash ``config``,
 task-specific grading fields and ``raw_output`` when stop strings cut the generation. With ``--profile``
 also ``forward_seconds, controller_seconds, ce_seconds``: the row's share of its batch's time in model
@@ -46,7 +46,7 @@ from pathlib import Path
 from tspd.decoding.config import DecodeConfig, add_decode_arguments
 from tspd.decoding.loop import Generation
 from tspd.eval.job import CHAT_MODES, EvalJob, EvalOptions, RunConfig
-from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, summarize, summary_path
+from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, row_tpf, summarize, summary_path
 from tspd.eval.shard import Shard, merge
 from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
 from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint, add_model_arguments
@@ -219,6 +219,7 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
         row = {"id": s["id"], "correct": bool(g["correct"]), "reason": g.get("reason"),
                "output": out.texts[i], "extracted": g.get("extracted"), "nfe": out.nfe[i],
                "seconds": round(out.seconds / n, 6), "gen_tokens": out.gen_tokens[i],
+               "tpf": row_tpf({"gen_tokens": out.gen_tokens[i], "nfe": out.nfe[i]}),
                "batch": batch, "batch_size": n, "batch_seconds": round(out.seconds, 6),
                "gen_length": out.gen_length, "warmup": warmup, "chat": chat, "config": cid}
         row.update({k: v for k, v in g.items() if k not in row})
