@@ -67,6 +67,9 @@ for stage in $stages; do
       [ -d results/controller_table ] && mv results/controller_table "results/controller_table.before-$stamp"
       .venv/bin/python scripts/controller_table.py --n 500 --threads "$threads"
       .venv/bin/python scripts/cache_agreement.py --n 500 --threads "$threads"
+      # the README's lm-eval example and every number the README and the book's prose state (tspd.book.prose)
+      .venv/bin/python scripts/lmeval_example.py --threads "$threads"
+      .venv/bin/python scripts/fill_records.py
       ;;
     *)
       echo "error: unknown stage $stage (copy, controllers, notebooks, tables)" >&2; exit 2 ;;
