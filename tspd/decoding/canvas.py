@@ -65,11 +65,8 @@ def prompt_ids(model, prompts, tokenizer, add_special_tokens: bool) -> tuple[tor
     if any(len(s) == 0 for s in seqs):
         raise ValueError("empty prompt")
     width = max(map(len, seqs))
-    ids = torch.full((len(seqs), width), special.pad, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, width - len(s):] = torch.tensor(s)
-        mask[i, width - len(s):] = 1
+    ids = torch.tensor([[special.pad] * (width - len(s)) + s for s in seqs], dtype=torch.long)
+    mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in seqs], dtype=torch.long)
     return ids, mask
 
 
@@ -97,10 +94,11 @@ def prepare_canvas(model, prompts, gen_length: int, *, tokenizer=None, add_speci
     ids, pmask, truncated = fit(ids, pmask, gen_length, max_positions(model.config), truncate_prompt)
     B, P = ids.shape
     x = torch.cat([ids, torch.full((B, gen_length), mask_id, dtype=torch.long)], 1).to(device)
+    if bool(pmask.all()):                          # no padding: positions 0..T-1, nothing to mask out
+        return Canvas(x, None, torch.arange(P + gen_length, device=device).expand(B, -1), P, mask_id, truncated)
     amask = torch.cat([pmask, torch.ones(B, gen_length, dtype=torch.long)], 1).to(device)
     pos = (amask.cumsum(-1) - 1).clamp_min(0)      # RoPE positions ignore left padding
-    attn = amask if (amask == 0).any() else None
-    return Canvas(x, attn, pos, P, mask_id, truncated)
+    return Canvas(x, amask, pos, P, mask_id, truncated)
 
 
 __all__ = ["Canvas", "prepare_canvas", "prompt_ids", "fit"]

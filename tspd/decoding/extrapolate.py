@@ -155,6 +155,11 @@ class ConfidenceExtrapolator:
         self.config = dataclasses.replace(config or CEConfig(), **kwargs)
         self.last_h: torch.Tensor | None = None   # [B, Lb] horizon chosen at the last step (diagnostics)
 
+    @property
+    def reads(self) -> frozenset:
+        """Block statistics it reads beyond the candidates and their confidences (tspd.decoding.reads)."""
+        return frozenset({"logit_gap"}) if self.config.signal == "margin" else frozenset()
+
     def reset(self, batch: int, gen_length: int, device) -> None:
         c = self.config
         self.state = torch.zeros(batch, gen_length, 5, device=device)
@@ -178,11 +183,12 @@ class ConfidenceExtrapolator:
         p = stats.conf.float().clamp(c.eps, 1 - c.eps)
         return torch.log(p) - torch.log1p(-p)
 
-    def update(self, block_start: int, stats: StepStats, masked: torch.Tensor):
+    def update(self, block_start: int, stats: StepStats, masked: torch.Tensor, uncertainty: bool = True):
         """Fold in one step of the block at ``block_start``; returns (conf~, u), each [B, Lb].
 
         ``stats`` are the block's step statistics, ``masked`` [B, Lb] the positions still masked
-        before this step's commit (the only ones whose filter moves).
+        before this step's commit (the only ones whose filter moves). ``uncertainty`` False skips u
+        (returned as None) for a controller that does not read it.
         """
         c = self.config
         sl = slice(block_start, block_start + masked.shape[1])
@@ -206,7 +212,7 @@ class ConfidenceExtrapolator:
         h_star, lb, sigma = select_horizon(mean, var, self.horizons, h_pot, c.z, c.c_min)
         h_star = h_star * masked
         conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
-        u = (1 - torch.exp(-sigma / c.u_scale)) * masked
+        u = (1 - torch.exp(-sigma / c.u_scale)) * masked if uncertainty else None
         self.last_h = h_star
         return conf.to(stats.conf.dtype), u
 

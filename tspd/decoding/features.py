@@ -4,12 +4,21 @@ Step-local (paper Section 3.2, Eq. 2): top-1 candidate, its confidence c = max_v
 entropy H = -sum_v p log p, top-1/top-2 probability margin and raw logit gap.
 Temporal (Appendix A.3): EWMA confidence cbar_t = alpha c_t + (1 - alpha) cbar_{t+1} with alpha = 0.25 and
 its one-step difference (momentum). All functions are pure and vectorised over [B, L].
+
+A step computes only the statistics someone reads (:mod:`tspd.decoding.reads`); each one is computed
+the same way whichever others are asked for, bit for bit: the candidate's log-probability is the row's
+largest log-probability (the log-softmax is monotone, so its maximum sits at the argmax of the logits),
+and the top-2 probabilities are the exponentials of the log-probabilities at the top-2 logits. So the
+confidence costs a log-softmax and a max over the vocabulary, not a softmax, a gather and a top-k.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
+
+STATS = ("x0", "conf", "entropy", "margin", "logit_gap")   # StepStats' fields; x0 and conf always computed
 
 
 def gumbel_argmax(logits: torch.Tensor, temperature: float, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -23,33 +32,53 @@ def gumbel_argmax(logits: torch.Tensor, temperature: float, generator: torch.Gen
 
 @dataclass
 class StepStats:
-    """Statistics of every position of a window, each [B, L] (x0 long, the rest float)."""
-    x0: torch.Tensor          # candidate token (argmax, or Gumbel sample)
-    conf: torch.Tensor        # p(x0): the clean softmax at the candidate
-    entropy: torch.Tensor     # H(p)
-    margin: torch.Tensor      # p1 - p2
-    logit_gap: torch.Tensor   # l1 - l2 (Prophet's signal)
+    """Statistics of every position of a window, each [B, L] (x0 long, the rest float); the optional
+    ones are None where no one asked for them."""
+    x0: torch.Tensor | None = None          # candidate token (argmax, or Gumbel sample)
+    conf: torch.Tensor | None = None        # p(x0): the clean softmax at the candidate
+    entropy: torch.Tensor | None = None     # H(p)
+    margin: torch.Tensor | None = None      # p1 - p2
+    logit_gap: torch.Tensor | None = None   # l1 - l2 (Prophet's signal)
+
+    def rows(self, lo: int, hi: int) -> StepStats:
+        """The statistics of positions ``[lo, hi)`` (the current block inside a window)."""
+        return StepStats(*(None if v is None else v[:, lo:hi] for v in (self.x0, self.conf, self.entropy,
+                                                                         self.margin, self.logit_gap)))
+
+
+def softmax_stats(logits: torch.Tensor, logp: torch.Tensor, x0: torch.Tensor | None, fields, greedy: bool) -> dict:
+    """The ``fields`` of :class:`StepStats` from ``logits`` [B, L, V] (confidence dtype) and their
+    log-softmax ``logp``; ``x0`` the sampled candidates (None: the argmax, computed here if asked for).
+
+    ``greedy``: x0 is the argmax, so p(x0) is the row's largest probability (no gather needed).
+    """
+    out = {}
+    if "x0" in fields:
+        out["x0"] = logits.argmax(-1) if x0 is None else x0
+    if "conf" in fields:
+        out["conf"] = (logp.amax(-1) if greedy else logp.gather(-1, x0[..., None]).squeeze(-1)).exp()
+    if "entropy" in fields:
+        out["entropy"] = -(logp.exp() * logp).nan_to_num().sum(-1)
+    if "margin" in fields or "logit_gap" in fields:
+        top = logits.topk(2, dim=-1)
+        if "logit_gap" in fields:
+            out["logit_gap"] = top.values[..., 0] - top.values[..., 1]
+        if "margin" in fields:
+            p12 = logp.gather(-1, top.indices).exp()        # the two largest probabilities, bit for bit
+            out["margin"] = p12[..., 0] - p12[..., 1]
+    return out
 
 
 def step_stats(logits: torch.Tensor, temperature: float = 0.0, dtype: torch.dtype = torch.float32,
-               generator: torch.Generator | None = None) -> StepStats:
-    """Softmax statistics of ``logits`` [B, L, V], computed in ``dtype``.
+               generator: torch.Generator | None = None, fields=STATS) -> StepStats:
+    """Softmax statistics of ``logits`` [B, L, V], computed in ``dtype``: x0, conf and those of ``fields``.
 
     References differ here: LLaDA's and Prophet's code use bf16, Fast-dLLM float64, dInfer float32.
     """
     logits = logits.to(dtype)
-    x0 = gumbel_argmax(logits, temperature, generator)
+    x0 = gumbel_argmax(logits, temperature, generator) if temperature > 0 else None
     logp = torch.log_softmax(logits, dim=-1)
-    p = logp.exp()
-    top_l = logits.topk(2, dim=-1).values
-    top_p = p.topk(2, dim=-1).values
-    return StepStats(
-        x0=x0,
-        conf=p.gather(-1, x0[..., None]).squeeze(-1),
-        entropy=-(p * logp).nan_to_num().sum(-1),
-        margin=top_p[..., 0] - top_p[..., 1],
-        logit_gap=(top_l[..., 0] - top_l[..., 1]),
-    )
+    return StepStats(**softmax_stats(logits, logp, x0, {"x0", "conf", *fields}, greedy=temperature <= 0))
 
 
 class SmoothedConfidence:
@@ -68,18 +97,27 @@ class SmoothedConfidence:
         idles while others decode; its averages must not depend on the rest of the batch).
         """
         sl = slice(start, start + conf.shape[1])
-        prev, seen = self.ewma[:, sl], self.seen[:, sl]
+        prev, momentum, seen = self.ewma[:, sl], self.momentum[:, sl], self.seen[:, sl]   # views: written in place
         conf = conf.float()
         new = torch.where(seen, self.alpha * conf + (1 - self.alpha) * prev, conf)
-        mom = torch.where(seen, new - prev, torch.zeros_like(new))
-        if rows is not None:
-            new = torch.where(rows[:, None], new, prev)
-            mom = torch.where(rows[:, None], mom, self.momentum[:, sl])
-        self.momentum[:, sl] = mom
-        self.ewma[:, sl] = new
-        self.seen[:, sl] = seen | (rows[:, None] if rows is not None else True)
+        mom = torch.where(seen, new - prev, 0.0)
+        if rows is None:
+            momentum.copy_(mom)
+            prev.copy_(new)
+            seen.fill_(True)
+            return
+        obs = rows[:, None]
+        torch.where(obs, mom, momentum, out=momentum)
+        torch.where(obs, new, prev, out=prev)
+        torch.logical_or(seen, obs, out=seen)
+
+
+@functools.lru_cache(maxsize=16)
+def _relative_position(block_length: int, device: torch.device) -> torch.Tensor:
+    return torch.arange(block_length, device=device, dtype=torch.float32) / max(block_length - 1, 1)
 
 
 def relative_position(block_length: int, device) -> torch.Tensor:
-    """phi(i) = i / (L_b - 1) for the positions of a block (paper Eq. 2)."""
-    return torch.arange(block_length, device=device, dtype=torch.float32) / max(block_length - 1, 1)
+    """phi(i) = i / (L_b - 1) for the positions of a block (paper Eq. 2); made once per width and device,
+    so never write to it."""
+    return _relative_position(block_length, torch.device(device))

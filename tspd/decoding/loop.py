@@ -6,7 +6,8 @@
             p       = model(window of X)           one forward = one NFE;      (tspd.decoding.window)
                                                    the whole canvas, or with a KV cache the block (dual)
                                                    or block + suffix (prefix) after a full forward
-            H       = update(H, p)                 confidence, entropy, margin, EWMA   (.features, .history)
+            H       = update(H, p)                 confidence, entropy, margin, EWMA   (.features, .history):
+                                                   only what the controller, CE and recorder read (.reads)
             conf~   = CE(H, F)                     optional Confidence Extrapolation (Section 3.3)
             A       = controller(view of block)    vanilla, fast-dllm, ..., tspd      (.controllers)
             X[A]    = candidate tokens             only masked positions of this block, never undone
@@ -26,11 +27,11 @@ import torch
 from tspd.decoding.canvas import Canvas, prepare_canvas
 from tspd.decoding.clock import PhaseClock
 from tspd.decoding.config import DecodeConfig
-from tspd.decoding.controllers import Controller, Decision, StepView, make_controller
-from tspd.decoding.features import step_stats
-from tspd.decoding.history import History, block_stats
+from tspd.decoding.controllers import Controller, Decision, StepView, make_controller, top_one
+from tspd.decoding.history import History
+from tspd.decoding.reads import StepPlan
 from tspd.decoding.recorder import Trace, TraceRecorder
-from tspd.decoding.schedule import num_transfer_tokens
+from tspd.decoding.schedule import NO_SCHEDULE, BlockSchedule
 from tspd.decoding.window import WindowForward
 from tspd.models.loading import LoadedModel
 
@@ -88,17 +89,29 @@ def decode_texts(tokenizer, token_ids: torch.Tensor, stop_ids: list[int]) -> lis
 
 
 class StepCounts:
-    """Forwards run: by the batch (NFE), by each row while it still had masks, by each row in each block."""
+    """Forwards run: by the batch (NFE), by each row while it still had masks, by each row in each block.
+
+    A step only keeps its block's mask; which rows still had masks is counted once, after the last step.
+    """
 
     def __init__(self, batch: int, num_blocks: int, device):
-        self.nfe = 0
-        self.rows = torch.zeros(batch, dtype=torch.long, device=device)
-        self.blocks = torch.zeros(batch, num_blocks, dtype=torch.long, device=device)
+        self.nfe, self.shape, self.device = 0, (num_blocks, batch), device
+        self.masked: list[torch.Tensor] = []
+        self.block: list[int] = []
 
-    def step(self, block: int, active: torch.Tensor) -> None:
+    def step(self, block: int, masked: torch.Tensor) -> None:
+        """A forward for ``block`` whose positions ``masked`` [B, Lb] were still masked before it."""
         self.nfe += 1
-        self.rows += active.long()
-        self.blocks[:, block] += active.long()
+        self.masked.append(masked)
+        self.block.append(block)
+
+    def blocks(self) -> torch.Tensor:
+        """[B, num_blocks] forwards each row was active in (had masks left in the block), per block."""
+        out = torch.zeros(self.shape, dtype=torch.long, device=self.device)
+        if self.masked:
+            active = torch.stack(self.masked).any(-1).long()
+            out.index_add_(0, torch.tensor(self.block, device=self.device), active)
+        return out.T
 
 
 @torch.no_grad()
@@ -130,54 +143,54 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     controller.reset(B, L, Lb, device)
     if extrapolator is not None:
         extrapolator.reset(B, L, device)
-    forward, history = WindowForward(model, canvas, cfg.cache, cfg.fast), History(B, L, Lb, special.mask, device)
-    counts, clock = StepCounts(B, n_blocks, device), PhaseClock(device, enabled=profile)
     recorder = TraceRecorder(B, L, device) if record_trace else None
+    plan = StepPlan.of(controller.reads, extrapolator.reads if extrapolator else (), recorder.reads if recorder else (),
+                       cfg.temperature)                        # what each step computes: what is read
+    forward, history = WindowForward(model, canvas, cfg.cache, cfg.fast), History(B, L, Lb, special.mask, device, plan.view)
+    counts, clock = StepCounts(B, n_blocks, device), PhaseClock(device, enabled=profile)
 
     for b in range(n_blocks):                                  # semi-autoregressive blocks, left to right
         s, e = canvas.block(b, Lb)                             # the block: canvas [s, e), generated [gs, gs + Lb)
         gs = s - P
-        quota = num_transfer_tokens(canvas.masked(s, e).sum(-1), spb)   # LLaDA's tokens per step
+        schedule = BlockSchedule(canvas.masked(s, e).sum(-1), spb) if "quota" in plan.view else None
         controller.start_block(b)
         end = BlockEnd(controller, b, spb, Lb)
         for i in itertools.count():                            # until the block has no MASK (if sum F = L: break)
             masked = canvas.masked(s, e)
-            active = masked.any(-1)
             if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
                 break
             w0, w1, g0 = forward.window(s, e, first=i == 0)
             clock.start()
             logits = forward(w0, w1, g0)                       # p <- M(X): one forward, one NFE
             clock.lap("forward")
-            st = step_stats(logits, cfg.temperature, conf_dtype, generator)
-            history.update(g0 - P, w1 - P, st, active)         # H <- update(H, p)
-            blk = block_stats(st, s - g0, e - g0)
-            conf, u = blk.conf, torch.zeros_like(blk.conf)
+            win, blk = plan.stats(logits, s - g0, e - g0, cfg.temperature, conf_dtype, generator)
+            if win is not None:                                # H <- update(H, p), rows with masks left
+                history.update(g0 - P, w1 - P, win, masked.any(-1))
+            conf, u = blk.conf, None
             clock.lap("statistics")
             if extrapolator is not None:                       # r^ <- CE(H, F)
-                conf, u = extrapolator.update(gs, blk, masked)
+                conf, u = extrapolator.update(gs, blk, masked, uncertainty="u" in plan.view)
                 clock.lap("ce")
             view = StepView(
                 step=i, global_step=counts.nfe, total_steps=cfg.steps, block=b, num_blocks=n_blocks, block_start=gs,
-                steps_per_block=spb, logits=logits[:, s - g0:e - g0].to(conf_dtype), x0=blk.x0, conf=conf,
-                raw_conf=blk.conf, entropy=blk.entropy, margin=blk.margin, logit_gap=blk.logit_gap, u=u,
-                masked=masked, quota=quota[:, i] if i < spb else torch.zeros_like(quota[:, 0]),
-                canvas_masked=canvas.gen_masked, eos_id=special.eos, mask_id=special.mask, **history.around(gs))
+                steps_per_block=spb, x0=blk.x0, conf=conf, raw_conf=blk.conf, entropy=blk.entropy, margin=blk.margin,
+                logit_gap=blk.logit_gap, masked=masked, **(schedule.at(i) if schedule else NO_SCHEDULE), eos_id=special.eos, mask_id=special.mask, **history.around(gs),
+                **read_on_demand(plan.view, logits[:, s - g0:e - g0], conf_dtype, u, conf, canvas))
             clock.lap("statistics")
             decision = controller.decide(view)                 # A <- TSPD(r^, pos, F): which tokens to fix
             clock.lap("controller")
-            committed = commit(canvas, s, e, view, decision, controller.force_progress)   # X <- commit(X, p, A)
-            clock.lap("commit")
-            counts.step(b, active)
+            committed = commit(canvas, s, e, view, decision, controller.force_progress, track=recorder is not None)
+            clock.lap("commit")                                # X <- commit(X, p, A)
+            counts.step(b, masked)
             if recorder is not None:
-                recorder.record(b, g0 - P, w1 - P, st, gs, conf, committed, canvas.gen_masked)
+                recorder.record(b, g0 - P, w1 - P, win, gs, conf, committed, canvas.gen_masked)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    gen = canvas.gen.cpu()
+    gen, steps = canvas.gen.cpu(), counts.blocks().cpu()
     return Generation(token_ids=gen, texts=decode_texts(tokenizer or model.tokenizer, gen, special.stop_ids()),
-                      nfe=counts.nfe, nfe_per_sample=counts.rows.tolist(), seconds=time.perf_counter() - t0,
+                      nfe=counts.nfe, nfe_per_sample=steps.sum(-1).tolist(), seconds=time.perf_counter() - t0,
                       prompt_length=P, trace=recorder.trace() if recorder else None,
-                      steps_per_block=counts.blocks.tolist(), truncated=canvas.truncated,
+                      steps_per_block=steps.tolist(), truncated=canvas.truncated,
                       answer_tokens=(~torch.isin(gen, torch.tensor(special.stop_ids()))).sum(-1).tolist(),
                       **clock.seconds())
 
@@ -226,9 +239,19 @@ def _extrapolator(cfg: DecodeConfig):
     return ConfidenceExtrapolator(CEConfig(**cfg.ce_kwargs))
 
 
-def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, force_progress: bool) -> torch.Tensor:
+def read_on_demand(reads: frozenset, logits: torch.Tensor, dtype: torch.dtype, u: torch.Tensor | None,
+                   conf: torch.Tensor, canvas: Canvas) -> dict:
+    """The view fields made only for a controller that ``reads`` them: the block's ``logits`` in the
+    confidence dtype, ``u`` without CE (zeros) and the generated region's mask."""
+    return dict(logits=logits.to(dtype) if "logits" in reads else None,
+                u=torch.zeros_like(conf) if u is None and "u" in reads else u,
+                canvas_masked=canvas.gen_masked if "canvas_masked" in reads else None)
+
+
+def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, force_progress: bool,
+           track: bool = True) -> torch.Tensor | None:
     """Write a decision into the canvas in place (Algorithm 1: ``X <- commit(X, p, A)``); returns the
-    [B, L_gen] mask of new commits (the growth of F).
+    [B, L_gen] mask of new commits (the growth of F), or None when not ``track``-ed.
 
     Invariants: only still-masked positions change; outside the current block only through the
     controller's explicit ``finish`` (Prophet) or ``eos_at`` (End-of-Text Prediction) requests.
@@ -238,14 +261,12 @@ def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, f
     L_gen = x.shape[1] - P
     masked = view.masked
     chosen = decision.commit & masked
-    if force_progress:
-        stalled = masked.any(-1) & ~chosen.any(-1)
-        best = view.conf.masked_fill(~masked, float("-inf")).argmax(-1, keepdim=True)
-        slot = torch.arange(masked.shape[1], device=x.device)
-        chosen = chosen | (stalled[:, None] & (slot[None, :] == best))
+    if force_progress:   # a row that chose nothing takes its most confident masked position
+        chosen = chosen | (top_one(view.conf, masked) & ~chosen.any(-1, keepdim=True))
     tokens = decision.tokens if decision.tokens is not None else view.x0
-    before = x[:, P:] == mask_id
-    x[:, s:e] = torch.where(chosen, tokens, x[:, s:e])
+    before = x[:, P:] == mask_id if track else None
+    block = x[:, s:e]
+    torch.where(chosen, tokens, block, out=block)
     if decision.finish is not None:
         gen = x[:, P:]
         x[:, P:] = torch.where(decision.finish[:, None] & (gen == mask_id), view.canvas_x0, gen)
@@ -254,4 +275,4 @@ def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, f
         after = (idx[None, :] > decision.eos_at[:, None]) & (decision.eos_at[:, None] >= 0)
         gen = x[:, P:]
         x[:, P:] = torch.where(after & (gen == mask_id), torch.full_like(gen, view.eos_id), gen)
-    return before & (x[:, P:] != mask_id)
+    return before & (x[:, P:] != mask_id) if track else None

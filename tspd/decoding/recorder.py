@@ -35,6 +35,7 @@ class Trace:
 
 class TraceRecorder:
     """Collects one record per step on the host; :meth:`trace` stacks them (None when nothing ran)."""
+    reads = frozenset({"x0", "conf", "entropy", "margin"})   # of every position of the window (tspd.decoding.reads)
 
     def __init__(self, batch: int, gen_length: int, device):
         self.shape, self.device = (batch, gen_length), device

@@ -14,3 +14,22 @@ def num_transfer_tokens(n_masked: torch.Tensor, steps: int) -> torch.Tensor:
     base, rem = n_masked // steps, n_masked % steps
     idx = torch.arange(steps, device=n_masked.device)
     return base[:, None] + (idx[None, :] < rem[:, None]).long()
+
+
+class BlockSchedule:
+    """One block's schedule (:func:`num_transfer_tokens`) as a step's view shows it: ``quota`` [B], the
+    tokens each row commits, and ``uniform_quota``, their count when every row has the same, read on the
+    host once per block (so a step need not wait for the device to take the sort-free path for 1)."""
+
+    def __init__(self, n_masked: torch.Tensor, steps: int):
+        self.quota = num_transfer_tokens(n_masked, steps)
+        self.uniform = [row[0] if len(set(row)) == 1 else None for row in self.quota.T.tolist()]
+
+    def at(self, step: int) -> dict:
+        """``quota`` and ``uniform_quota`` of step ``step``: 0 past the schedule's last step."""
+        if step < len(self.uniform):
+            return dict(quota=self.quota[:, step], uniform_quota=self.uniform[step])
+        return dict(quota=torch.zeros_like(self.quota[:, 0]), uniform_quota=0)
+
+
+NO_SCHEDULE = dict(quota=None, uniform_quota=None)   # the view of a controller that reads no schedule

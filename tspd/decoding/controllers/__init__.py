@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, top_k_mask
+from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, top_k_mask, top_one
 from tspd.validate import UsageError
 
 # policy name -> "module:Class" (modules imported on demand)
@@ -58,4 +58,4 @@ def check_policy(policy: str, policy_kwargs: dict | None = None, for_decoding: b
 
 
 __all__ = ["Controller", "Decision", "StepView", "make_controller", "controller_class", "check_policy",
-           "rank_in_row", "top_k_mask", "REGISTRY"]
+           "rank_in_row", "top_k_mask", "top_one", "REGISTRY"]

@@ -12,10 +12,16 @@ from dataclasses import dataclass
 
 import torch
 
+from tspd.decoding.reads import EVERYTHING
+
 
 @dataclass
 class StepView:
-    """One step of one block. Per-token tensors are [B, Lb] over the current block."""
+    """One step of one block. Per-token tensors are [B, Lb] over the current block.
+
+    The fields typed ``| None`` are filled only for a controller that reads them (``Controller.reads``,
+    :mod:`tspd.decoding.reads`); the rest are always there.
+    """
     step: int                   # step index inside the block, from 0
     global_step: int            # steps taken so far in this generation, from 0
     total_steps: int            # the configured step budget for the whole generation (LLaDA's `steps`)
@@ -23,25 +29,26 @@ class StepView:
     num_blocks: int
     block_start: int            # offset of the block inside the generated region
     steps_per_block: int
-    logits: torch.Tensor        # [B, Lb, V] block logits in the confidence dtype
-    x0: torch.Tensor            # candidate tokens
-    conf: torch.Tensor          # the confidence the controller should use (CE's forecast when CE is on)
-    raw_conf: torch.Tensor      # the model's own p(x0)
-    entropy: torch.Tensor
-    margin: torch.Tensor        # p1 - p2
-    logit_gap: torch.Tensor     # l1 - l2
-    ewma: torch.Tensor          # EWMA confidence (alpha 0.25)
-    momentum: torch.Tensor      # its one-step difference
-    phi: torch.Tensor           # [Lb] relative position in the block
-    u: torch.Tensor             # CE forecast uncertainty (0 without CE)
-    masked: torch.Tensor        # bool: still [MASK] before this step's commit
-    quota: torch.Tensor         # [B] LLaDA schedule: tokens to commit at this step
-    canvas_x0: torch.Tensor     # [B, L_gen] latest candidate at every generated position
-    canvas_conf: torch.Tensor   # [B, L_gen] its confidence
-    canvas_masked: torch.Tensor # [B, L_gen] bool
+    logits: torch.Tensor | None     # [B, Lb, V] block logits in the confidence dtype
+    x0: torch.Tensor                # candidate tokens
+    conf: torch.Tensor              # the confidence the controller should use (CE's forecast when CE is on)
+    raw_conf: torch.Tensor          # the model's own p(x0)
+    entropy: torch.Tensor | None
+    margin: torch.Tensor | None     # p1 - p2
+    logit_gap: torch.Tensor | None  # l1 - l2
+    ewma: torch.Tensor | None       # EWMA confidence (alpha 0.25)
+    momentum: torch.Tensor | None   # its one-step difference
+    phi: torch.Tensor               # [Lb] relative position in the block
+    u: torch.Tensor | None          # CE forecast uncertainty (0 without CE)
+    masked: torch.Tensor            # bool: still [MASK] before this step's commit
+    quota: torch.Tensor | None      # [B] LLaDA schedule: tokens to commit at this step
+    canvas_x0: torch.Tensor | None      # [B, L_gen] latest candidate at every generated position
+    canvas_conf: torch.Tensor | None    # [B, L_gen] its confidence
+    canvas_masked: torch.Tensor | None  # [B, L_gen] bool
     eos_id: int
     mask_id: int
     canvas_gap: torch.Tensor | None = None  # [B, L_gen] latest logit gap l1 - l2 (Prophet's answer window)
+    uniform_quota: int | None = None        # the quota when every row's is the same (known on the host), else None
 
 
 @dataclass
@@ -56,6 +63,7 @@ class Decision:
 class Controller:
     """Base class. Subclasses set ``name`` and implement :meth:`decide`."""
     name = "base"
+    reads = EVERYTHING       # the optional StepView fields it reads (tspd.decoding.reads); the step computes those
     fixed_schedule = False   # True: exactly steps_per_block forwards per block, as LLaDA's generate
     force_progress = True    # a row with masks left commits at least its most confident token
 
@@ -81,6 +89,21 @@ def rank_in_row(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return rank
 
 
-def top_k_mask(score: torch.Tensor, valid: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """The ``k[b]`` highest-scoring valid entries of each row, as a bool mask [B, L]."""
+def top_one(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """The entry :func:`rank_in_row` ranks 0, as a bool mask [B, L]: each row's highest-scoring valid entry,
+    the first on ties (none in a row without valid entries). Four operations instead of a sort."""
+    best = torch.where(valid, score, float("-inf")).argmax(-1, keepdim=True)
+    return torch.zeros_like(valid).scatter_(-1, best, True) & valid
+
+
+def top_k_mask(score: torch.Tensor, valid: torch.Tensor, k: torch.Tensor, uniform: int | None = None) -> torch.Tensor:
+    """The ``k[b]`` highest-scoring valid entries of each row, as a bool mask [B, L].
+
+    ``uniform``: every row's k, where it is known on the host (a step's ``uniform_quota``): 1 takes the
+    sort-free :func:`top_one`, 0 nothing; the same entries either way.
+    """
+    if uniform == 1:
+        return top_one(score, valid)
+    if uniform == 0:
+        return torch.zeros_like(valid)
     return valid & (rank_in_row(score, valid) < k[:, None])

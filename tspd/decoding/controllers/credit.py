@@ -46,6 +46,7 @@ def fuse(logits: torch.Tensor, credit: torch.Tensor, alpha: float) -> tuple[torc
 
 class CreditDecoding(Controller):
     name = "credit"
+    reads = frozenset({"logits"})
 
     def __init__(self, threshold: float = 0.9, alpha: float = 0.7, gamma: float = 0.2, decay: float = 0.8):
         if not 0.0 <= threshold <= 1.0:

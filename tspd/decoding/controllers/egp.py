@@ -18,6 +18,7 @@ from tspd.decoding.controllers.base import Controller, Decision, StepView
 
 class EGP(Controller):
     name = "egp"
+    reads = frozenset()      # the candidates only
     force_progress = False   # a step may legitimately commit nothing: the oracle waits for a match
 
     def __init__(self, reference: torch.Tensor, max_idle: int = 8):

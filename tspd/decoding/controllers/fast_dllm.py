@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import torch
 
-from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row
+from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, top_one
 
 
 class FastDLLM(Controller):
     name = "fast-dllm"
+    reads = frozenset()      # the candidates' confidences only
+    # both rules commit the most confident masked position at every step, which is all the loop's
+    # guarantee of progress would add: the loop need not check
+    force_progress = False
 
     def __init__(self, threshold: float = 0.9, factor: float | None = None):
         if not 0.0 <= threshold <= 1.0:
@@ -23,10 +27,9 @@ class FastDLLM(Controller):
         self.threshold, self.factor = threshold, factor
 
     def decide(self, view: StepView) -> Decision:
-        rank = rank_in_row(view.conf, view.masked)
         if self.factor is None:
-            commit = view.masked & ((rank == 0) | (view.conf >= self.threshold))
-            return Decision(commit=commit)
+            return Decision(commit=(view.masked & (view.conf >= self.threshold)) | top_one(view.conf, view.masked))
+        rank = rank_in_row(view.conf, view.masked)
         n_masked = view.masked.sum(-1, keepdim=True)
         sorted_conf = view.conf.masked_fill(~view.masked, float("-inf")).sort(-1, descending=True).values
         n = torch.arange(1, sorted_conf.shape[-1] + 1, device=sorted_conf.device)

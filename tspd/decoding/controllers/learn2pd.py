@@ -67,6 +67,7 @@ class Learn2PD(Controller):
         if not 0.0 < accept < 1.0:
             raise ValueError(f"accept must lie in (0, 1), got {accept}")
         self.weights, self.stem_name, self.accept, self.eot = weights, name, accept, eot
+        self.reads = frozenset({"quota"} | ({"canvas_x0", "canvas_conf", "canvas_masked"} if eot else set()))   # + EoTP
         self.net = net.eval() if net is not None else None
 
     def bind(self, model) -> None:
@@ -80,7 +81,7 @@ class Learn2PD(Controller):
         dev = next(self.net.parameters()).device
         logits = self.net(view.conf.to(dev)).to(view.masked.device)
         accepted = view.masked & (torch.sigmoid(logits) > self.accept)
-        commit = accepted | top_k_mask(view.conf, view.masked, view.quota)
+        commit = accepted | top_k_mask(view.conf, view.masked, view.quota, view.uniform_quota)
         if not self.eot:
             return Decision(commit=commit)
         eos_at = eot_position(view, commit, accepted)

@@ -52,6 +52,9 @@ class Prophet(Controller):
         if len(thresholds) != 3 or len(boundaries) != 2 or not boundaries[0] <= boundaries[1]:
             raise ValueError("thresholds needs 3 values (early, mid, late) and boundaries 2 increasing values")
         self.thresholds, self.boundaries, self.answer = tuple(thresholds), tuple(boundaries), answer
+        # finishing writes every remaining mask's latest candidate (canvas_x0); "remaining" watches every gap
+        self.reads = frozenset({"quota", "logit_gap", "canvas_x0"}
+                               | ({"canvas_gap", "canvas_masked"} if answer == "remaining" else set()))
         self.fired: torch.Tensor | None = None   # [B] bool: rows finished early (diagnostics)
 
     def reset(self, batch, gen_length, block_length, device):
@@ -76,7 +79,7 @@ class Prophet(Controller):
         return torch.where(n > 0, mean, torch.full_like(mean, float("-inf")))
 
     def decide(self, view: StepView) -> Decision:
-        commit = top_k_mask(view.conf, view.masked, view.quota)
+        commit = top_k_mask(view.conf, view.masked, view.quota, view.uniform_quota)
         finish = view.masked.any(-1) & (self.answer_gap(view) >= self.threshold(view))
         self.fired = finish if self.fired is None or self.fired.shape != finish.shape else self.fired | finish
         return Decision(commit=commit, finish=finish)

@@ -31,6 +31,7 @@ from torch import nn
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, top_k_mask
 from tspd.decoding.controllers.weights import load_net
+from tspd.decoding.reads import EVERYTHING
 
 # Feature names in the order of Appendix A.3's r = [c, H, cbar, delta cbar, phi, u].
 FEATURES = ("conf", "entropy", "ewma", "momentum", "position", "u")
@@ -38,6 +39,8 @@ FEATURES = ("conf", "entropy", "ewma", "momentum", "position", "u")
 ABLATION_GROUPS = {"confidence": ("conf", "ewma"), "entropy": ("entropy",), "momentum": ("momentum",),
                    "position": ("position",), "u": ("u",)}
 ARCHS = ("lstm", "mlp")
+# the StepView field each feature is read from, where it is not always there (tspd.decoding.reads)
+READS = {"entropy": "entropy", "ewma": "ewma", "momentum": "momentum", "u": "u"}
 
 
 @dataclass
@@ -71,9 +74,9 @@ def features_without(groups: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 def stack_features(names: tuple[str, ...], conf, entropy, ewma, momentum, position, u) -> torch.Tensor:
     """Per-token feature vectors [..., len(names)] from same-shaped channels (position broadcasts)."""
-    channels = dict(conf=conf, entropy=entropy, ewma=ewma, momentum=momentum, u=u,
-                    position=torch.as_tensor(position, dtype=torch.float32).expand_as(conf))
-    return torch.stack([channels[n].float() for n in names], -1)
+    channels = dict(conf=conf, entropy=entropy, ewma=ewma, momentum=momentum, u=u)
+    return torch.stack([torch.as_tensor(position, dtype=torch.float32).expand_as(conf) if n == "position"
+                        else channels[n].float() for n in names], -1)
 
 
 class TSPDNet(nn.Module):
@@ -132,6 +135,13 @@ class TSPD(Controller):
         self.net = net.eval() if net is not None else None
         self.rt = _Runtime()
 
+    @property
+    def reads(self) -> frozenset:
+        """The view fields its features come from (everything until its network is known)."""
+        if self.net is None:
+            return EVERYTHING
+        return frozenset(READS[f] for f in self.net.config.features if f in READS) | ({"quota"} if self.schedule else set())
+
     def bind(self, model) -> None:
         if self.net is None:
             self.net = load_net(model, self.stem_name, self.weights, "tspd", build_tspd_net)
@@ -157,5 +167,5 @@ class TSPD(Controller):
     def decide(self, view: StepView) -> Decision:
         fix = view.masked & (self.gate_probs(view) >= self.gate)        # Eq. 12, hard gate
         if self.schedule:
-            fix |= top_k_mask(view.conf, view.masked & ~fix, view.quota)
+            fix |= top_k_mask(view.conf, view.masked & ~fix, view.quota, view.uniform_quota)
         return Decision(commit=fix)

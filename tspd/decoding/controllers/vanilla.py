@@ -11,8 +11,9 @@ from tspd.decoding.controllers.base import Controller, Decision, StepView, top_k
 
 class Vanilla(Controller):
     name = "vanilla"
+    reads = frozenset({"quota"})   # the candidates' confidences and the schedule
     fixed_schedule = True
     force_progress = False   # the schedule decides; trailing steps may commit nothing when steps > n
 
     def decide(self, view: StepView) -> Decision:
-        return Decision(commit=top_k_mask(view.conf, view.masked, view.quota))
+        return Decision(commit=top_k_mask(view.conf, view.masked, view.quota, view.uniform_quota))
