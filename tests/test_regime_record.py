@@ -75,3 +75,37 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
     assert json.loads((model / "regime.json").read_text())["rows"]["fast"]["seconds"] == -7
     assert main(["regime", "--model", str(model), "--tspd-ce", "yes", "--n", "1"]) == 2
     assert "no tspd controller" in capsys.readouterr().err
+
+
+def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.regime import regime_figure, target_rows
+    rows = target_rows({**RECORD, "model": "m"})
+    assert [r["figure"] for r in rows][:2] == ["vanilla accuracy, %", "Fast-dLLM 0.9 TPF"]
+    tpf = rows[1]
+    assert tpf["ours"] == 5.0 and tpf["met"] == "yes" and tpf["LLaDA-8B-Instruct (theirs)"] == 2.77
+    assert next(r for r in rows if r["figure"].startswith("the dual cache costs fast"))["LLaDA-8B-Instruct (theirs)"] == 0.8
+    fig = regime_figure({**RECORD, "model": "m"})
+    assert len(fig.axes) == 5 and sum(len(ax.lines) for ax in fig.axes) >= 6
+
+
+def test_the_stored_regime_record_of_the_default_model_reproduces():
+    """The first problems of the committed record, decoded again with the current code, answer alike."""
+    from tspd.decoding.config import DecodeConfig
+    from tspd.eval.regime import RegimeConfig, decodings, score
+    from tspd.eval.regime_record import weights_hash
+    from tspd.eval.tasks.generated import generated_task
+    from tspd.models.loading import load_model, resolve_path
+    path = resolve_path("tiny-arith")
+    record = json.loads((path / "regime.json").read_text())
+    assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd regime"
+    model, task = load_model(path), generated_task(record["task"])
+    plan = {name: d for name, d, _ in decodings(RegimeConfig.from_dict(record["config"]), record["gen_length"],
+                                                 record["block_length"])}
+    problems = task.load_split("test", record["config"]["batch"])   # the record's first batch, as it was decoded
+    for name in ("fast", "vanilla_dual"):
+        assert isinstance(plan[name], DecodeConfig)
+        again = score(model, task, problems, plan[name], batch=len(problems))
+        assert again["right"] == record["rows"][name]["right"][:len(problems)], name
+

@@ -42,6 +42,11 @@ class RegimeConfig:
     tspd_ce: bool = False        # also TSPD + CE with each cache (needs the model's trained controllers/tspd)
     batch: int = 100             # prompts per generate() call
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "RegimeConfig":
+        """The settings a record stored (its JSON lists back to tuples)."""
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
 
 def score(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 100) -> dict:
     """Decode ``problems`` of ``task`` with ``decode``: right answers (and which: ``right``), TPF, forwards
@@ -106,7 +111,7 @@ def paired_gap(a: list[int], b: list[int], z: float = 1.96) -> tuple[float, floa
     only_b = sum(y > x for x, y in zip(a, b))
     d = (only_a - only_b) / n
     half = z * max(only_a + only_b - (only_a - only_b) ** 2 / n, 0.0) ** 0.5 / n
-    return 100 * d, 100 * (d - half), 100 * (d + half)
+    return 100 * d, 100 * max(d - half, -1.0), 100 * min(d + half, 1.0)   # a difference lies in [-100, 100]
 
 
 REGIME_COLUMNS = ("fast_tpf", "fixed_loss", "vanilla_prefix_cost", "vanilla_dual_cost", "fast_prefix_cost",

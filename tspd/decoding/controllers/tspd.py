@@ -11,8 +11,9 @@ is a hard gate: a masked position is fixed when sigmoid(z) >= 0.5 (Eq. 12). The 
 progress (a row whose gate fired nowhere commits its most confident token). ``schedule=True`` adds the
 LLaDA schedule's quota of most confident non-gated tokens (Learn2PD's union rule) for comparison.
 
-All B * Lb positions advance in one LSTM step per forward (no Python loop over tokens); the hidden
-state is reset at the start of each block. Architecture options cover the paper's ablations:
+All B * Lb positions advance in one LSTM step per forward (no Python loop over tokens), run as a few
+fused matrix products (:class:`~tspd.decoding.controllers.gate_step.GateStep`); the hidden state is
+reset at the start of each block. The step computes only the features the network reads (``reads``). Architecture options cover the paper's ablations:
 ``arch`` lstm / mlp and ``layers`` 1 / 2 / 4 (Table 6), ``hidden`` 8 / 12 / 16 / 17 / 25 (Table 8;
 PyTorch's 2-layer LSTM has 1.1K / 2.2K / 3.7K / 4.1K / 8.5K parameters at these widths), and the
 ``features`` subset (Table 7).
@@ -30,6 +31,7 @@ import torch
 from torch import nn
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, top_k_mask
+from tspd.decoding.controllers.gate_step import GateStep
 from tspd.decoding.controllers.weights import load_net
 from tspd.decoding.reads import EVERYTHING
 
@@ -134,6 +136,7 @@ class TSPD(Controller):
         self.weights, self.stem_name, self.gate, self.schedule = weights, name, gate, schedule
         self.net = net.eval() if net is not None else None
         self.rt = _Runtime()
+        self.step: GateStep | None = None
 
     @property
     def reads(self) -> frozenset:
@@ -143,9 +146,12 @@ class TSPD(Controller):
         return frozenset(READS[f] for f in self.net.config.features if f in READS) | ({"quota"} if self.schedule else set())
 
     def bind(self, model) -> None:
-        if self.net is None:
+        loaded = self.net is None               # read from its files: shared between calls, never written to
+        if loaded:
             self.net = load_net(model, self.stem_name, self.weights, "tspd", build_tspd_net)
-        self.net.to(model.device)
+        if next(self.net.parameters()).device != model.device:
+            self.net.to(model.device)
+        self.step = GateStep.shared(self.net) if loaded else GateStep(self.net)
 
     def reset(self, batch, gen_length, block_length, device):
         self.rt = _Runtime(batch=batch, block_length=block_length)
@@ -157,10 +163,12 @@ class TSPD(Controller):
     def gate_probs(self, view: StepView) -> torch.Tensor:
         """pi = sigmoid(z) for every block position, advancing the hidden state by one step: [B, Lb]."""
         B, Lb = view.masked.shape
+        if self.step is None or self.step.net is not self.net:
+            self.step = GateStep(self.net)
         r = stack_features(self.net.config.features, view.conf, view.entropy, view.ewma, view.momentum,
                            view.phi, view.u)
         dev = next(self.net.parameters()).device
-        logits, self.rt.state = self.net(r.reshape(1, B * Lb, -1).to(dev), self.rt.state)
+        logits, self.rt.state = self.step(r.reshape(B * Lb, -1).to(dev), self.rt.state)
         self.rt.probs = torch.sigmoid(logits.reshape(B, Lb)).to(view.masked.device)
         return self.rt.probs
 

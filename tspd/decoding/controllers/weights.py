@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import warnings
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -76,12 +77,29 @@ def load_controller(stem: str | Path, kind: str) -> tuple[dict, dict]:
     return load_file(str(w)), config
 
 
+_LOADED: dict[tuple, nn.Module] = {}   # (kind, stem, the files' checksums) -> the network read from them
+
+
 def load_net(model: LoadedModel, name: str, weights, kind: str, build: Callable[[dict], nn.Module]) -> nn.Module:
-    """The saved network of a learned controller (``build(config)`` makes its shape), in eval mode."""
-    state, config = load_controller(controller_stem(model, name, weights), kind)
-    net = build(config)
-    net.load_state_dict(state)
-    return net.eval()
+    """The saved network of a learned controller (``build(config)`` makes its shape), in eval mode.
+
+    Built once per process while its files hold the same bytes (a ``generate`` call binds a fresh
+    controller, and building the network cost as much as a forward of the embedded model; checking the
+    bytes costs a read of two small files): later calls get the same network object, so treat it as
+    read-only. Rewritten files (``train-controller``) are read again.
+    """
+    stem = controller_stem(model, name, weights)
+    try:
+        sums = tuple(zlib.crc32(stem.with_suffix(s).read_bytes()) for s in SUFFIXES)
+    except OSError:
+        sums = None                                       # missing: load_controller says what to do
+    key = (kind, str(stem), sums)
+    if sums is None or key not in _LOADED:
+        state, config = load_controller(stem, kind)
+        net = build(config)
+        net.load_state_dict(state)
+        _LOADED[key] = net.eval()
+    return _LOADED[key]
 
 
 def controller_weights(controller: str, policy: str) -> str:
