@@ -1,6 +1,6 @@
 """The step's cheaper paths give what the general ones give (issue 34): TSPD's fused gate step, the
-sort-free top-1, Fast-dLLM's rule without a sort, the block schedule read once on the host, and a
-learned controller's weights read once."""
+sort-free top-1, Fast-dLLM's rule without a sort, CE's horizon table, the block schedule read once on
+the host, and a learned controller's weights read once."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +11,7 @@ from tspd.decoding.controllers.fast_dllm import FastDLLM
 from tspd.decoding.controllers.gate_step import GateStep
 from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet, build_tspd_net, features_without
 from tspd.decoding.controllers.weights import load_net, save_controller
+from tspd.decoding.extrapolate import allowed_horizons, left_coverage
 from tspd.decoding.schedule import BlockSchedule
 
 from conftest import random_model
@@ -59,6 +60,19 @@ def test_fast_dllm_threshold_rule_equals_its_ranked_form():
         ranked = masked & ((rank == 0) | (conf >= 0.6))
         got = FastDLLM(threshold=0.6).decide(v).commit
         assert torch.equal(got, ranked) and (got.any(-1) == masked.any(-1)).all()
+
+
+def test_the_horizon_table_is_the_coverage_rule_at_every_position():
+    H, tau = 20, 0.6
+    table = allowed_horizons(8, H, tau, torch.device("cpu"))
+    horizons = torch.arange(H + 1, dtype=torch.float32)
+    g = torch.Generator().manual_seed(2)
+    for _ in range(30):
+        masked = torch.rand(2, 8, generator=g) > 0.5
+        h_pot = H * ((left_coverage(~masked) - tau) / (1 - tau)).clamp(0, 1)
+        direct = horizons <= h_pot[..., None]
+        looked_up = table[torch.arange(8), (~masked).cumsum(-1)]
+        assert torch.equal(looked_up[masked], direct[masked])             # masked positions: the ones CE moves
 
 
 def test_the_schedule_knows_on_the_host_when_every_row_commits_the_same():

@@ -37,6 +37,7 @@ Everything is vectorised over [B, L] and over horizons; there is no Python loop 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -120,9 +121,10 @@ def left_coverage(fixed: torch.Tensor) -> torch.Tensor:
     The first position has nothing to its left inside the block (everything before it is fixed), so 1.
     """
     f = fixed.float()
-    left = f.cumsum(-1) - f
-    j = torch.arange(f.shape[-1], device=f.device, dtype=f.dtype)
-    return torch.where(j > 0, left / j.clamp_min(1), torch.ones_like(left))
+    j = torch.arange(f.shape[-1], device=f.device, dtype=f.dtype).clamp_min_(1)
+    cov = (f.cumsum(-1) - f) / j
+    cov[..., 0] = 1.0
+    return cov
 
 
 def select_horizon(mean: torch.Tensor, var: torch.Tensor, horizons: torch.Tensor, h_pot: torch.Tensor,
@@ -131,13 +133,42 @@ def select_horizon(mean: torch.Tensor, var: torch.Tensor, horizons: torch.Tensor
 
     Returns (h* [...], LB at h* [...], sigma at h* [...]) with ``horizons`` = 0..H along the last dim.
     """
+    h = horizons if horizons.dtype == h_pot.dtype else horizons.to(h_pot.dtype)
+    return pick_horizon(mean, var, h <= h_pot[..., None], z, c_min)
+
+
+def pick_horizon(mean: torch.Tensor, var: torch.Tensor, allowed: torch.Tensor, z: float, c_min: float):
+    """:func:`select_horizon` given which horizons each position may look at (``allowed`` [..., H + 1],
+    h <= h_pot): (h*, LB at h*, sigma at h*)."""
     sigma = var.clamp_min(0).sqrt()
     lb = mean - z * sigma
-    h = horizons if horizons.dtype == h_pot.dtype else horizons.to(h_pot.dtype)
-    # sigmoid(lb) >= c_min  <=>  lb >= logit(c_min); horizon 0 never qualifies (h >= 1)
-    ok = (lb >= math.log(c_min / (1 - c_min))) & (h <= h_pot[..., None]) & (h >= 1)
-    idx = (ok * torch.arange(h.shape[-1], device=h.device)).amax(-1, keepdim=True)
+    # sigmoid(lb) >= c_min  <=>  lb >= logit(c_min); horizon 0 never qualifies (its index is 0 whether or
+    # not it passes, and the largest passing index is taken)
+    ok = (lb >= math.log(c_min / (1 - c_min))) & allowed
+    idx = (ok * torch.arange(ok.shape[-1], device=ok.device)).amax(-1, keepdim=True)
     return idx[..., 0], lb.gather(-1, idx)[..., 0], sigma.gather(-1, idx)[..., 0]
+
+
+@functools.lru_cache(maxsize=32)
+def allowed_horizons(block_length: int, H: int, tau: float, device: torch.device) -> torch.Tensor:
+    """Eqs. 7-8 for every case at once: ``[j, k, h]`` is whether block position j, with k of the j
+    positions left of it fixed, may look h steps ahead (h <= h_pot). Made once per block width with the
+    very operations :func:`left_coverage` and the update apply to each position (the same numbers), so
+    a step only counts and looks up; never written to."""
+    j = torch.arange(block_length, device=device, dtype=torch.float32)[:, None].clamp_min(1)
+    cov = torch.arange(block_length + 1, device=device, dtype=torch.float32)[None, :] / j
+    cov[0] = 1.0
+    h_pot = H * ((cov - tau) / (1 - tau)).clamp(0, 1)
+    return torch.arange(H + 1, device=device, dtype=torch.float32) <= h_pot[..., None]
+
+
+@functools.lru_cache(maxsize=16)
+def _constants(H: int, q_level: float, q_vel: float, r: float, p_vel0: float, device: torch.device):
+    """The horizons 0..H, their :func:`horizon_terms` and a fresh filter's prior (v, P00, P01, P11) as
+    [4, 1, 1]: the same for every ``generate`` call with these settings, so made once (never written to)."""
+    horizons = torch.arange(H + 1, device=device, dtype=torch.float32)
+    prior = torch.tensor([0.0, r, 0.0, p_vel0], device=device)[:, None, None]
+    return horizons, horizon_terms(horizons, q_level, q_vel), prior
 
 
 # ------------------------------------------------------------------------------------------------
@@ -146,14 +177,18 @@ def select_horizon(mean: torch.Tensor, var: torch.Tensor, horizons: torch.Tensor
 class ConfidenceExtrapolator:
     """Kalman state per generated position; ``update`` is called once per forward by ``generate``.
 
-    The state is one tensor [B, L_gen, 5] holding (l, v, P00, P01, P11) per position, so a step is a
-    few dozen tensor operations whatever the block width (the controller-overhead budget of
-    Section 5.4). ``token`` remembers each position's top-1 at its last update (-1: never observed).
+    The state is one tensor holding (l, v, P00, P01, P11) per position, stored channel first
+    ([5, B, L_gen]; ``state`` shows it as [B, L_gen, 5]), so a step is a few dozen tensor operations
+    over the whole block whatever its width (the controller-overhead budget of Section 5.4): the five
+    filters of a position move together, a fresh one starts from its prior in the same select, and the
+    horizons are searched as one [B, Lb, H + 1] tensor. ``token`` remembers each position's top-1 at its
+    last update (-1: never observed).
     """
 
     def __init__(self, config: CEConfig | None = None, **kwargs):
         self.config = dataclasses.replace(config or CEConfig(), **kwargs)
         self.last_h: torch.Tensor | None = None   # [B, Lb] horizon chosen at the last step (diagnostics)
+        self._slot_index: torch.Tensor | None = None
 
     @property
     def reads(self) -> frozenset:
@@ -162,18 +197,23 @@ class ConfidenceExtrapolator:
 
     def reset(self, batch: int, gen_length: int, device) -> None:
         c = self.config
-        self.state = torch.zeros(batch, gen_length, 5, device=device)
+        self.channels = torch.zeros(5, batch, gen_length, device=device)
         self.token = torch.full((batch, gen_length), -1, dtype=torch.long, device=device)
-        self.horizons = torch.arange(c.H + 1, device=device, dtype=torch.float32)
-        self.terms = horizon_terms(self.horizons, c.q_level, c.q_vel)
-        self._prior = torch.tensor([0.0, 0.0, c.r, 0.0, c.p_vel0], device=device)   # y goes in slot 0
+        self.horizons, self.terms, self._prior = _constants(c.H, c.q_level, c.q_vel, c.r, c.p_vel0, torch.device(device))
 
     # views of the state, for inspection and tests
-    l = property(lambda self: self.state[..., 0])
-    v = property(lambda self: self.state[..., 1])
-    p00 = property(lambda self: self.state[..., 2])
-    p01 = property(lambda self: self.state[..., 3])
-    p11 = property(lambda self: self.state[..., 4])
+    state = property(lambda self: self.channels.permute(1, 2, 0))   # [B, L_gen, 5]
+    l = property(lambda self: self.channels[0])
+    v = property(lambda self: self.channels[1])
+    p00 = property(lambda self: self.channels[2])
+    p01 = property(lambda self: self.channels[3])
+    p11 = property(lambda self: self.channels[4])
+
+    def _slots(self, block_length: int) -> torch.Tensor:
+        """0..Lb-1, the block positions (made once per width)."""
+        if self._slot_index is None or self._slot_index.numel() != block_length:
+            self._slot_index = torch.arange(block_length, device=self.channels.device)
+        return self._slot_index
 
     def observe(self, stats: StepStats) -> torch.Tensor:
         """The transformed confidence y = phi(c) of the configured signal."""
@@ -193,26 +233,27 @@ class ConfidenceExtrapolator:
         c = self.config
         sl = slice(block_start, block_start + masked.shape[1])
         y = self.observe(stats)
-        old, token = self.state[:, sl], self.token[:, sl]
-        fresh = (token < 0) | (stats.x0 != token) if c.reset_on_flip else token < 0
-        fresh = masked & fresh
-        stepped = torch.stack(kalman_step(*old.unbind(-1), y, c.q_level, c.q_vel, c.r), -1)
-        first = self._prior.expand_as(old).clone()
-        first[..., 0] = y
-        new = torch.where(fresh[..., None], first, torch.where(masked[..., None], stepped, old))
-        self.state[:, sl] = new
-        self.token[:, sl] = torch.where(masked, stats.x0, token)
+        state, token = self.channels[:, :, sl], self.token[:, sl]   # views: updated in place
+        # a candidate id is never negative, so a changed token also covers "never observed" (-1)
+        fresh = masked & ((stats.x0 != token) if c.reset_on_flip else (token < 0))
+        stepped = torch.stack(kalman_step(*state.unbind(0), y, c.q_level, c.q_vel, c.r))
+        first = torch.cat([y[None], self._prior.expand(4, *y.shape)])
+        torch.where(masked, stepped, state, out=state)
+        torch.where(fresh, first, state, out=state)
+        torch.where(masked, stats.x0, token, out=token)
 
         raw = stats.conf.float()
-        l, v, p00, p01, p11 = new.unbind(-1)
-        h_pot = c.H * ((left_coverage(~masked) - c.tau) / (1 - c.tau)).clamp(0, 1)
+        # h <= h_pot (Eqs. 7-8) looked up by position and the count of fixed positions left of it; for a
+        # masked position that is the count up to and including it (a fixed one's horizon is never used)
+        Lb = masked.shape[1]
+        allowed = allowed_horizons(Lb, c.H, c.tau, masked.device)[self._slots(Lb), (~masked).cumsum(-1)]
         # always forecast, even when no position may look ahead yet (h* = 0 then): testing for that
         # first would make every step wait for the device, and the forecast is a [B, Lb, H+1] tensor
-        mean, var = forecast(l, v, p00, p01, p11, self.terms)
-        h_star, lb, sigma = select_horizon(mean, var, self.horizons, h_pot, c.z, c.c_min)
+        mean, var = forecast(*state.unbind(0), self.terms)
+        h_star, lb, sigma = pick_horizon(mean, var, allowed, c.z, c.c_min)
         h_star = h_star * masked
         conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
-        u = (1 - torch.exp(-sigma / c.u_scale)) * masked if uncertainty else None
+        u = (1 - torch.exp(sigma / -c.u_scale)) * masked if uncertainty else None
         self.last_h = h_star
         return conf.to(stats.conf.dtype), u
 
