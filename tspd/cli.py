@@ -18,10 +18,11 @@ COMMANDS = {
     "collect-traces": ("tspd.training.traces", "stage 1: collect EGP decoding traces (features + labels)"),
     "train-controller": ("tspd.training.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
+    "bench-loop": ("tspd.bench.loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
     "regime": ("tspd.eval.regime_record", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
-THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "regime")
+THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-loop", "regime")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

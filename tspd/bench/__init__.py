@@ -12,6 +12,9 @@ warm-up, each measurement is the median of many repeats, timed with CUDA events 
 - ``generate``: a whole :func:`tspd.decoding.loop.generate` call per NFE for several policies, and the
   controller + CE time per step as a fraction of one forward.
 
+(``python -m tspd bench-loop``, :mod:`tspd.bench.loop`, times the whole loop against its bare forwards on
+a real checkpoint instead.)
+
 ``--fast`` adds the same steps replayed from CUDA graphs (:mod:`tspd.decoding.graphs`: ``*_fast`` rows and
 ``<policy>/<cache>/fast`` generate rows); ``--parity`` checks that the fast path decodes the same tokens
 as the eager one for every timed policy and cache, and on a GPU counts the host synchronisations per
@@ -315,12 +318,27 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     return result
 
 
-def main(args) -> int:
-    argv = sys.argv[2:] if sys.argv[1:2] == ["bench-step"] else sys.argv[1:]
-    result = measure(args, "python -m tspd bench-step " + shlex.join(argv))
+def invocation(command: str) -> str:
+    """``python -m tspd COMMAND ARGS`` as this process was started (for a results file's provenance)."""
+    argv = sys.argv[2:] if sys.argv[1:2] == [command] else sys.argv[1:]
+    return f"python -m tspd {command} " + shlex.join(argv)
+
+
+def write_results(result: dict, template: str) -> Path:
+    """Write ``result`` as JSON to ``template``, its ``{device}`` replaced by the device's name as a slug."""
+    out = Path(template.replace("{device}", re.sub(r"[^A-Za-z0-9.-]+", "-", result["device"]).strip("-")))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return out
+
+
+def run_command(args, command: str, measure_fn) -> int:
+    """A bench command: ``measure_fn(args, its command line)``, written to ``--out`` when given."""
+    result = measure_fn(args, invocation(command))
     if args.out:
-        out = Path(args.out.replace("{device}", re.sub(r"[^A-Za-z0-9.-]+", "-", result["device"]).strip("-")))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {out}")
+        print(f"wrote {write_results(result, args.out)}")
     return 0
+
+
+def main(args) -> int:
+    return run_command(args, "bench-step", measure)

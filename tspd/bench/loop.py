@@ -1,0 +1,182 @@
+"""``python -m tspd bench-loop``: what a decoding step costs beyond its forward (paper Section 5.4).
+
+Section 5.4 prices the controller and CE as a fraction of one forward. This measures the whole loop
+that way on a real checkpoint (the embedded model by default) and its own task's held-out prompts, at
+batch 1, for each policy, with and without CE, and for each cache:
+
+1. an untimed decoding of each prompt records the forwards the loop ran (each window, its cache use);
+2. then, prompt by prompt and repetition by repetition, the whole ``generate`` call is timed and so is
+   a bare replay of the same forwards (the same windows through the same kind of cache, nothing else),
+   the two alternating which goes first;
+3. "the rest" of a step is (generate time - bare forward time) / bare forward time: statistics, history,
+   CE, the controller, the commit and the call's own setup (canvas, controller, texts), as a fraction of
+   the forwards. Each prompt's time is its fastest repetition, on either side (other work on the machine
+   only ever adds time), summed over the prompts; the median over the (repetition, prompt) pairs of
+   their own ratio is reported beside it. One ``profile=True`` decoding per prompt splits the step's
+   own work by phase (statistics, view and commit; CE; the controller), without the call's setup.
+
+Both sides of each ratio run in the same process within milliseconds of each other, so a machine that
+other work slows down slows both; absolute times are reported too, but only the ratios are results.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from tspd.bench import run_command
+from tspd.decoding.config import DecodeConfig
+from tspd.decoding.loop import generate
+from tspd.models.loading import LoadedModel, load_model
+from tspd.provenance import device_name, git_revision
+from tspd.validate import CACHE_MODES
+
+# issue 34: everything but the forward, as a fraction of a forward, on the embedded model (CPU, 1 thread, batch 1)
+TARGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True): 0.15}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--model", default="tiny-arith", help="checkpoint: a zoo name or a local directory")
+    p.add_argument("--n", type=int, default=20, help="held-out prompts of the checkpoint's own task (batch 1 each)")
+    p.add_argument("--gen-length", type=int, default=None, help="generated length (default: the checkpoint's)")
+    p.add_argument("--block-length", type=int, default=None, help="block length (default: the checkpoint's)")
+    p.add_argument("--policies", default="vanilla,fast-dllm,tspd", help="comma-separated policies")
+    p.add_argument("--ce", default="off,on", help="CE settings to time: off, on or both")
+    p.add_argument("--caches", default=",".join(CACHE_MODES), help="comma-separated KV cache modes")
+    p.add_argument("--threshold", type=float, default=0.9, help="Fast-dLLM's confidence threshold")
+    p.add_argument("--repeats", type=int, default=3, help="timed repetitions of every prompt")
+    p.add_argument("--prompt-length", type=int, default=48,
+                   help="length of the random prompts used for a checkpoint that names no task of its own")
+    p.add_argument("--note", default="", help="a remark stored with the results (e.g. that the machine was shared)")
+    p.add_argument("--out", default=None,
+                   help="write the results JSON here; {device} becomes the device name, e.g. results/bench/loop-{device}.json")
+
+
+class ForwardLog:
+    """A network that records every forward's inputs (for the bare replay) and otherwise is the network."""
+
+    def __init__(self, network):
+        self.network, self.calls = network, []
+
+    def __getattr__(self, name):
+        return getattr(self.network, name)
+
+    def __call__(self, ids, **kw):
+        self.calls.append((ids.clone(), {k: v for k, v in kw.items() if k != "cache"}, kw.get("cache") is not None))
+        return self.network(ids, **kw)
+
+
+def recorded_forwards(model: LoadedModel, ids: list[int], config: DecodeConfig) -> list:
+    """The forwards one decoding of ``ids`` runs: [(window ids, keyword arguments, cached)]."""
+    log = ForwardLog(model.module)
+    generate(dataclasses.replace(model, module=log, graphs=None), [ids], config)
+    return log.calls
+
+
+def replay_forwards(model: LoadedModel, calls: list) -> None:
+    """The recorded forwards again, bare: one fresh cache per decoding, as the loop makes."""
+    cache = model.new_cache() if any(cached for _, _, cached in calls) else None
+    with torch.no_grad():
+        for ids, kw, cached in calls:
+            model(ids, cache=cache if cached else None, **kw)
+
+
+def prompts(model: LoadedModel, n: int, length: int, seed: int = 0) -> tuple[list[list[int]], str]:
+    """``n`` prompts as token ids: the test split of the task a ``train-lm`` checkpoint names, else random ids."""
+    spec = (model.config.extra or {}).get("tspd_task") if hasattr(model.config, "extra") else None
+    if spec and model.tokenizer is not None:
+        from tspd.eval.tasks.generated import generated_task
+        task = generated_task(spec["name"])
+        texts = [task.prompt(p) for p in task.load_split("test", n)]
+        ids = [model.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        return ids, f"{spec['name']} test split, first {n}"
+    g = torch.Generator().manual_seed(seed)
+    hi = min(model.config.vocab_size, model.special.mask, model.special.eos)
+    return [torch.randint(0, hi, (length,), generator=g).tolist() for _ in range(n)], f"{n} random prompts of {length} ids"
+
+
+def policy_kwargs(model: LoadedModel, policy: str, threshold: float) -> tuple[dict, str | None]:
+    """A policy's settings for the bench, and a note where its controller is a stand-in."""
+    if policy == "fast-dllm":
+        return {"threshold": threshold}, None
+    if policy == "tspd" and not (model.path and (Path(model.path) / "controllers" / "tspd.json").is_file()):
+        from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
+        torch.manual_seed(0)
+        return {"net": TSPDNet(TSPDConfig())}, "random TSPD weights of the paper's shape (no trained controller)"
+    return {}, None
+
+
+def measure_setting(model: LoadedModel, ids: list[list[int]], config: DecodeConfig, repeats: int) -> dict:
+    """One (policy, CE, cache) setting: the rest of a step as a fraction of its forwards, and the phases."""
+    calls = [recorded_forwards(model, p, config) for p in ids]
+    nfe = sum(len(c) for c in calls)
+    ratios, best = [], {"loop": [float("inf")] * len(ids), "bare": [float("inf")] * len(ids)}
+    for r in range(repeats):
+        for k, (p, c) in enumerate(zip(ids, calls)):
+            runs = {"loop": lambda: generate(model, [p], config), "bare": lambda: replay_forwards(model, c)}
+            took = {}
+            for name in ("loop", "bare") if (r + k) % 2 == 0 else ("bare", "loop"):
+                t0 = time.perf_counter()
+                runs[name]()
+                took[name] = time.perf_counter() - t0
+                best[name][k] = min(best[name][k], took[name])
+            ratios.append((took["loop"] - took["bare"]) / took["bare"])
+    loop_s, bare_s = sum(best["loop"]), sum(best["bare"])
+    profiled = [generate(model, [p], config, profile=True) for p in ids]
+    forward = sum(o.forward_seconds for o in profiled)
+    phases = {"ce": sum(o.ce_seconds for o in profiled), "controller": sum(o.controller_seconds for o in profiled)}
+    phases["statistics_view_commit"] = sum(o.control_seconds for o in profiled) - phases["ce"] - phases["controller"]
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return {"nfe": nfe, "forwards_per_call": nfe / len(ids), "forward_ms": 1e3 * bare_s / nfe,
+            "step_ms": 1e3 * loop_s / nfe, "rest_of_forward": (loop_s - bare_s) / bare_s,
+            "paired_median": statistics.median(ratios), "paired_iqr": [quartiles[0], quartiles[2]],
+            "step_work_of_forward": sum(phases.values()) / forward,
+            "phases_of_forward": {k: v / forward for k, v in phases.items()}}
+
+
+def measure(args, command: str, log=print) -> dict:
+    """Every setting of ``args`` on one checkpoint; the results dict (``log`` gets a line per setting)."""
+    model = load_model(args.model)
+    caches = [c for c in args.caches.split(",") if c]
+    bad = [c for c in caches if c not in CACHE_MODES]
+    if bad:
+        raise ValueError(f"--caches takes {', '.join(CACHE_MODES)}, got {bad}")
+    ces = {"off": False, "on": True}
+    if any(c not in ces for c in args.ce.split(",")):
+        raise ValueError(f"--ce takes off, on or off,on, got {args.ce!r}")
+    if args.n < 1 or args.repeats < 1:
+        raise ValueError("--n and --repeats must be positive")
+    ids, source = prompts(model, args.n, args.prompt_length)
+    base = DecodeConfig(gen_length=args.gen_length, block_length=args.block_length).resolved(model)
+    result = {"command": command, "revision": git_revision(), "device": device_name("cpu"), "torch": torch.__version__,
+              "threads": torch.get_num_threads(), "note": args.note, "model": args.model, "prompts": source,
+              "batch": 1, "gen_length": base.gen_length, "block_length": base.block_length, "repeats": args.repeats,
+              "measure": "rest_of_forward = (generate time - bare forward time) / bare forward time, each prompt's "
+                         "fastest repetition of each, summed over the prompts, the two timed back to back in one "
+                         "process; step_work_of_forward: statistics, view, commit, CE and controller of a "
+                         "profile=True decoding over its forward time (no per-call setup)",
+              "targets": {f"{p}{'+ce' if ce else ''}": t for (p, ce), t in TARGETS.items()}, "rows": []}
+    for policy in [p for p in args.policies.split(",") if p]:
+        kwargs, stand_in = policy_kwargs(model, policy, args.threshold)
+        for ce in [ces[c] for c in args.ce.split(",") if c]:
+            for cache in caches:
+                config = base.replace(policy=policy, policy_kwargs=kwargs, ce=ce, cache=cache)
+                row = {"policy": policy, "ce": ce, "cache": cache, **measure_setting(model, ids, config, args.repeats)}
+                target = TARGETS.get((policy, ce))
+                row["target"], row["meets_target"] = target, None if target is None else row["rest_of_forward"] <= target
+                if stand_in:
+                    row["controller"] = stand_in
+                result["rows"].append(row)
+                log(f"{policy}{' + CE' if ce else ''} / {cache}: rest of a step {100 * row['rest_of_forward']:.1f} % of "
+                    f"its forward (paired median {100 * row['paired_median']:.1f}), the step's own work "
+                    f"{100 * row['step_work_of_forward']:.1f} %, forward {row['forward_ms']:.2f} ms, "
+                    f"{row['forwards_per_call']:.1f} forwards a call"
+                    + ("" if target is None else f", target {100 * target:.0f} %: {'met' if row['meets_target'] else 'missed'}"))
+    return result
+
+
+def main(args) -> int:
+    return run_command(args, "bench-loop", measure)
