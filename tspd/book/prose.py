@@ -262,6 +262,16 @@ def lmeval_times() -> str:
             f"(`{rec['command']}`, `results/lmeval_example.json`)")
 
 
+def fresh_clone_times() -> str:
+    """The README's two commands, timed from a fresh clone (``scripts/time_fresh_clone.sh``)."""
+    rec = json.loads((RESULTS / "fresh_clone.json").read_text())
+    return (f"From a fresh clone at {rec['revision']} on a {rec['cores']}-core {rec['device']} ({rec['date']}, 1-minute "
+            f"load average {rec['load_average_before']} before it), the tests "
+            f"took {rec['tests_seconds'] / 60:.1f} minutes ({rec['tests_summary']}; creating `.venv` included) and the "
+            f"main job, run next in the same clone, {rec['book_seconds'] / 60:.1f} minutes "
+            f"(`{rec['command']}`, `results/fresh_clone.json`)")
+
+
 FACTS: dict[str, Callable[[], str]] = {
     "model-accuracy": model_accuracy,
     "model-size": model_size,
@@ -272,6 +282,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "cache-agreement": cache_agreement,
     "lmeval-numbers": lmeval_numbers,
     "lmeval-times": lmeval_times,
+    "fresh-clone-times": fresh_clone_times,
 }
 
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The README's two commands, timed from a fresh clone of the committed HEAD, into results/fresh_clone.json
+# (what the README's sentence on their times is written from: tspd.book.prose.fresh_clone_times).
+# Usage: bash scripts/time_fresh_clone.sh [CLONE_DIR]   (the clone is left in place; run on a quiet machine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+clone=${1:-/tmp/tspd-fresh-clone}
+rm -rf "$clone"
+git clone -q "$repo" "$clone"
+[ -d "$repo/../shared" ] && [ ! -e "$clone/../shared" ] && echo "note: $clone/../shared is missing (tests that need it skip)"
+cd "$clone"
+revision=$(git rev-parse --short HEAD)
+load=$(cut -d" " -f1 /proc/loadavg)
+t0=$(date +%s)
+set +e
+bash scripts/test.sh > test.log 2>&1
+test_rc=$?
+set -e
+t1=$(date +%s)
+bash scripts/build_book.sh > book.log 2>&1
+t2=$(date +%s)
+summary=$(grep -E "^=+ .*(passed|failed).* =+$" test.log | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
+"$repo/.venv/bin/python" - "$repo/results/fresh_clone.json" <<PY
+import json, os, platform, sys, time
+from tspd.provenance import device_name
+json.dump({"command": "bash scripts/time_fresh_clone.sh", "revision": "$revision", "date": time.strftime("%Y-%m-%d"),
+           "device": device_name("cpu").split(" (")[0], "cores": os.cpu_count(),
+           "load_average_before": $load, "tests_seconds": $((t1 - t0)), "tests_exit": $test_rc,
+           "tests_summary": "$summary", "book_seconds": $((t2 - t1))}, open(sys.argv[1], "w"), indent=1)
+open(sys.argv[1], "a").write("\n")
+PY
+echo "tests: $((t1 - t0)) s ($summary, exit $test_rc); book: $((t2 - t1)) s -> results/fresh_clone.json"
+exit $test_rc
