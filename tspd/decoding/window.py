@@ -54,7 +54,8 @@ def candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torc
     LLaDA's reference code does neither; with a trained model neither ever wins the argmax, but a
     committed [MASK] would silently leave its slot undecoded (dInfer excludes it the same way).
     """
-    logits = logits[..., :vocab_size]
+    if logits.shape[-1] > vocab_size:
+        logits = logits[..., :vocab_size]
     if mask_id < vocab_size:
         logits[..., mask_id] = float("-inf")
     return logits

@@ -8,6 +8,7 @@ most confident token).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -89,11 +90,17 @@ def rank_in_row(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return rank
 
 
+@functools.lru_cache(maxsize=16)
+def slots(width: int, device: torch.device) -> torch.Tensor:
+    """0..width-1 (a block's positions), made once per width and device; never written to."""
+    return torch.arange(width, device=device)
+
+
 def top_one(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """The entry :func:`rank_in_row` ranks 0, as a bool mask [B, L]: each row's highest-scoring valid entry,
     the first on ties (none in a row without valid entries). Four operations instead of a sort."""
     best = torch.where(valid, score, float("-inf")).argmax(-1, keepdim=True)
-    return torch.zeros_like(valid).scatter_(-1, best, True) & valid
+    return (slots(valid.shape[-1], valid.device) == best) & valid
 
 
 def top_k_mask(score: torch.Tensor, valid: torch.Tensor, k: torch.Tensor, uniform: int | None = None) -> torch.Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, top_one
+from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, slots
 
 
 class FastDLLM(Controller):
@@ -27,8 +27,10 @@ class FastDLLM(Controller):
         self.threshold, self.factor = threshold, factor
 
     def decide(self, view: StepView) -> Decision:
-        if self.factor is None:
-            return Decision(commit=(view.masked & (view.conf >= self.threshold)) | top_one(view.conf, view.masked))
+        if self.factor is None:   # every masked position at the threshold, and the most confident one
+            best = torch.where(view.masked, view.conf, float("-inf"))
+            top = slots(best.shape[-1], best.device) == best.argmax(-1, keepdim=True)   # rank 0 of rank_in_row
+            return Decision(commit=view.masked & ((best >= self.threshold) | top))
         rank = rank_in_row(view.conf, view.masked)
         n_masked = view.masked.sum(-1, keepdim=True)
         sorted_conf = view.conf.masked_fill(~view.masked, float("-inf")).sort(-1, descending=True).values
