@@ -9,6 +9,8 @@
 - :mod:`tspd.decoding.controllers`: vanilla, Fast-dLLM, Prophet, Learn2PD, Credit Decoding, EGP, TSPD
 - :mod:`tspd.decoding.extrapolate`: Confidence Extrapolation (Section 3.3)
 - :mod:`tspd.decoding.features`: per-step statistics and their running averages, what the controllers read
+- :mod:`tspd.decoding.reads`: statistics on demand, what each step computes from what its controller, CE and
+  recorder declare they read
 - :mod:`tspd.decoding.schedule`: LLaDA's fixed tokens-per-step schedule
 - :mod:`tspd.decoding.graphs`: the CUDA-graph fast path
 
