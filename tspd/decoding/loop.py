@@ -51,7 +51,7 @@ class Generation:
     controller_seconds: float | None = None   # the controller's decide() (paper Section 5.4) ...
     ce_seconds: float | None = None        # ... and Confidence Extrapolation's update()
     truncated: list[bool] = field(default_factory=list)   # per prompt: left-truncated to fit (truncate_prompt)
-    answer_tokens: list[int] = field(default_factory=list)  # per row: generated tokens that are not a stop id (EOS/EoT)
+    answer_tokens: list[int] = field(default_factory=list)  # per row: generated tokens other than EOS/EoT, pad, mask
 
     @property
     def tokens_per_forward(self) -> float | None:
@@ -191,7 +191,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
                       nfe=counts.nfe, nfe_per_sample=steps.sum(-1).tolist(), seconds=time.perf_counter() - t0,
                       prompt_length=P, trace=recorder.trace() if recorder else None,
                       steps_per_block=steps.tolist(), truncated=canvas.truncated,
-                      answer_tokens=(~torch.isin(gen, torch.tensor(special.stop_ids()))).sum(-1).tolist(),
+                      answer_tokens=(~torch.isin(gen, torch.tensor([*special.stop_ids(), special.pad, special.mask]))).sum(-1).tolist(),
                       **clock.seconds())
 
 
