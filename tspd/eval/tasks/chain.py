@@ -22,11 +22,11 @@ any valid solution is right. Splits are decided by a hash of the question, as in
 from __future__ import annotations
 
 import random
-from typing import Callable, Iterator
+from typing import Callable
 
 from tspd.eval.tasks import arith
 from tspd.eval.tasks.arith import (altered, extract_answer, keeps_valid, line_accuracy,   # noqa: F401 (the task API)
-                                    template_accuracy)
+                                    prompt, template_accuracy)
 from tspd.eval.tasks import splits
 from tspd.eval.tasks.splits import Splits
 
@@ -247,37 +247,12 @@ def make_problem(rng: random.Random) -> dict:
                 "final": str(final)}
 
 
-def prompt(problem: dict | str) -> str:
-    """The text a model is conditioned on: the question itself (no template, no special tokens)."""
-    return problem if isinstance(problem, str) else problem["question"]
-
-
+# The splits and the prompt work as arith's (tspd.eval.tasks.splits: by question hash, fixed held-out lists)
 _SPLITS = Splits("chain", make_problem, SPLIT_SIZES)
 split_of = splits.split_of
-
-
-def load_split(name: str, n: int | None = None) -> list[dict]:
-    """The first ``n`` problems of a split (all of ``test``/``traces`` when ``n`` is None).
-
-    Each problem: ``id`` ("chain-test-0007"), ``question``, ``answer`` (worked solution ending
-    ``#### N``), ``final`` (``N`` as a string) and ``template``. ``train`` needs ``n``.
-    """
-    return _SPLITS.load(name, n)
-
-
-def iter_train(seed: int | str = 0) -> Iterator[dict]:
-    """Infinite stream of training problems, drawn with repeats so that the template mix never drifts; no
-    question is ever in ``test`` or ``traces``."""
-    return _SPLITS.train(seed)
-
-
-def fingerprint() -> str:
-    """Short hash of the test split's text: changes whenever the templates or the generator change.
-
-    ``train-lm`` writes it into the checkpoint's ``config.json`` so a model trained on another version
-    of the task can be recognised.
-    """
-    return _SPLITS.fingerprint()
+load_split = _SPLITS.load          # first n problems of "test" / "traces" (all when n is None); "train" needs n
+iter_train = _SPLITS.train         # endless training problems, drawn with repeats
+fingerprint = _SPLITS.fingerprint  # hash of the test split: written into a checkpoint's config.json
 
 
 # --------------------------------------------------------------------------------------------
