@@ -48,3 +48,29 @@ def test_bench_loop_writes_its_provenance_and_one_row_per_setting(tmp_path):
     assert set(tspd_row["phases_of_forward"]) == {"ce", "controller", "statistics_view_commit"}
     assert tspd_row["nfe"] >= 1 and tspd_row["forward_ms"] > 0
     assert torch.get_num_threads() == before
+
+
+def test_the_step_speed_page_reads_every_committed_loop_file_as_percentages(tmp_path):
+    from tspd.book import loop_speed
+    from tspd.eval.experiments import REPO_ROOT
+    row = {"policy": "tspd", "ce": True, "cache": "dual", "forward_ms": 1.5, "rest_of_forward": 0.2,
+           "target": 0.15, "meets_target": False,
+           "phases_of_forward": {"ce": 0.05, "controller": 0.04, "statistics_view_commit": 0.03}}
+    plain = {**row, "policy": "vanilla", "ce": False, "target": None, "meets_target": None}
+    result = {"rows": [row, plain], "device": "a CPU", "torch": "2", "threads": 1, "revision": "abc",
+              "model": "tiny-arith", "gen_length": 64, "block_length": 32, "batch": 1, "prompts": "p",
+              "repeats": 1, "command": "python -m tspd bench-loop --n 1"}
+    (tmp_path / "loop-a.json").write_text(json.dumps(result))
+    (tmp_path / "other.json").write_text("{}")                          # not a bench-loop file: not read
+    [(path, read)] = loop_speed.loop_results(tmp_path)
+    first, second = loop_speed.loop_rows(read)
+    assert first["rest of a step (% of forward)"] == 20.0 and first["target (%)"] == 15.0 and first["met"] is False
+    assert (first["CE (%)"], first["controller (%)"], first["statistics + view + commit (%)"]) == (5.0, 4.0, 3.0)
+    assert second["target (%)"] is None and second["met"] is None and second["CE"] is False and second["CE (%)"] is None
+    caption = loop_speed.loop_caption(path, read)
+    assert caption.startswith("loop-a.json: a CPU") and caption.endswith(result["command"])
+    assert loop_speed.setting_label(row) == "tspd + CE / dual"
+    committed = loop_speed.loop_results(REPO_ROOT / "results" / "bench")
+    assert committed and all(len(loop_speed.loop_rows(r)) == len(r["rows"]) > 0 for _, r in committed)
+    fig = loop_speed.draw_loop(read, "t")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["tspd + CE / dual", "vanilla / dual"]

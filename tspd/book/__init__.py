@@ -6,6 +6,7 @@
 - :mod:`tspd.book.record`: what a checkpoint's own record says of its accuracy (``book.model_note``)
 - :mod:`tspd.book.figures`: the paper's (speedup, accuracy) beside ours (``book.paper_vs_ours``)
 - :mod:`tspd.book.anchors`: other papers' published speed-accuracy points, as theirs
+- :mod:`tspd.book.loop_speed`: the committed ``bench-loop`` results, as the step-speed page shows them
 """
 from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
                                 method_config, paper_rows, pareto_front, progress_bar, provenance, results_dir,
