@@ -12,7 +12,7 @@ import sys
 
 COMMANDS = {
     "generate": ("tspd.generate_cli", "decode one prompt with a diffusion LM"),
-    "train-lm": ("tspd.training.train_lm", "train the embedded tiny-arith model (LLaDA SFT objective)"),
+    "train-lm": ("tspd.training.train_lm", "train an embedded model on a generated task (LLaDA SFT objective)"),
     "eval": ("tspd.eval.harness", "run a benchmark; resumable JSONL of per-sample results"),
     "grade": ("tspd.grade_cli", "grade completions made elsewhere"),
     "collect-traces": ("tspd.training.traces", "stage 1: collect EGP decoding traces (features + labels)"),

@@ -18,6 +18,7 @@ from typing import Callable
 
 from tspd.book.record import accuracy_text, vanilla_accuracy
 from tspd.eval.results import ResultsFile, wilson
+from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import REPO_ROOT
 
 RESULTS = REPO_ROOT / "results"
@@ -40,7 +41,7 @@ def _with_interval(correct: int, n: int) -> str:
 # ------------------------------------------------------------------------------------------------
 # The embedded model: its own records (evals.json, probes.json, config.json, weights)
 # ------------------------------------------------------------------------------------------------
-def model_accuracy(model: str = "tiny-arith") -> str:
+def model_accuracy(model: str = DEFAULT_MODEL) -> str:
     acc = vanilla_accuracy(model)
     if acc is None:
         raise ValueError(f"{model} has no evals.json with a vanilla 1-token-per-step row")
@@ -52,7 +53,7 @@ def _model_dir(model: str) -> Path:
     return Path(resolve_path(model))
 
 
-def model_size(model: str = "tiny-arith") -> str:
+def model_size(model: str = DEFAULT_MODEL) -> str:
     """``0.55M parameters in 2 blocks`` (counted from the safetensors headers, blocks from config.json)."""
     from safetensors import safe_open
     path = _model_dir(model)
@@ -68,7 +69,7 @@ def model_size(model: str = "tiny-arith") -> str:
     return f"{params / 1e6:.2f}M parameters in {layers} blocks"
 
 
-def model_lines(model: str = "tiny-arith") -> str:
+def model_lines(model: str = DEFAULT_MODEL) -> str:
     """What the model's probes and its tokens-per-step sweep say: it reads its own lines and needs them.
 
     Each part comes from its record where the record has it (``probes.json``: the counterfactual copy and
@@ -123,7 +124,7 @@ def claims_summary() -> str:
     return " ".join(out)
 
 
-def verdict_context(model: str = "tiny-arith", stored: dict | None = None) -> str:
+def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> str:
     """What the verdicts can mean on ``model`` (the "What reproduces" page prints it): its accuracy, that it
     needs its own lines, and what the caches cost it, each from its record."""
     from tspd.book import claims

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tspd.eval.results import wilson
-from tspd.models.loading import CheckpointError, resolve_path
+from tspd.models.loading import DEFAULT_MODEL, CheckpointError, resolve_path
 from tspd.provenance import REPO_ROOT
 
 COMPETENT = 0.5        # below this share of right answers, accuracy differences say little (the note says so)
@@ -41,7 +41,7 @@ class Accuracy:
         return wilson(self.correct, self.n)
 
 
-def vanilla_accuracy(model: str | Path | None = "tiny-arith") -> Accuracy | None:
+def vanilla_accuracy(model: str | Path | None = DEFAULT_MODEL) -> Accuracy | None:
     """The record's vanilla, one-token-per-step row; None where the checkpoint has no such record."""
     try:
         path = resolve_path(model) / "evals.json"
@@ -54,7 +54,7 @@ def vanilla_accuracy(model: str | Path | None = "tiny-arith") -> Accuracy | None
     if row is None:
         return None
     source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    return Accuracy(Path(str(model or "tiny-arith")).name, int(row["correct"]), int(row["n"]), str(source))
+    return Accuracy(Path(str(model or DEFAULT_MODEL)).name, int(row["correct"]), int(row["n"]), str(source))
 
 
 def accuracy_text(acc: Accuracy, bold: bool = True) -> str:
@@ -85,7 +85,7 @@ def marked_spans(text: str) -> list[str]:
     return [m.group(2) for m in _MARK.finditer(text)]
 
 
-def update(model: str | Path | None = "tiny-arith", pages: tuple[str, ...] = MARKED) -> Accuracy:
+def update(model: str | Path | None = DEFAULT_MODEL, pages: tuple[str, ...] = MARKED) -> Accuracy:
     """Rewrite the marked spans of ``pages`` (paths under the repository) from ``model``'s record."""
     acc = vanilla_accuracy(model)
     if acc is None:

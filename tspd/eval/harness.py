@@ -49,7 +49,7 @@ from tspd.eval.job import CHAT_MODES, EvalJob, EvalOptions, RunConfig
 from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, row_tpf, summarize, summary_path
 from tspd.eval.shard import Shard, merge
 from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
-from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint, add_model_arguments
+from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint, add_model_arguments, checkpoint_task
 from tspd.options import add_dataclass_arguments, from_args
 from tspd.validate import UsageError, check_device, check_dtype
 
@@ -121,11 +121,12 @@ def check_job(job: EvalJob, checkpoint: Checkpoint | None) -> None:
     if checkpoint is None:
         return
     config, trained_on = job.config, checkpoint.trained_on
-    if config.task == "arith" and trained_on:
-        from tspd.eval.tasks import arith
-        if trained_on != arith.fingerprint():
-            raise UsageError(f"{checkpoint.path} was trained on another version of tspd.eval.tasks.arith (task "
-                             f"fingerprint {trained_on}, this code's {arith.fingerprint()}): retrain it with "
+    if trained_on and checkpoint_task(checkpoint) == config.task:   # a train-lm checkpoint on its own task
+        from tspd.eval.tasks.generated import generated_task
+        task = generated_task(config.task)
+        if trained_on != task.fingerprint():
+            raise UsageError(f"{checkpoint.path} was trained on another version of {task.__name__} (task "
+                             f"fingerprint {trained_on}, this code's {task.fingerprint()}): retrain it with "
                              f"`python -m tspd train-lm`, or check out the revision it was trained with")
     check_controller_files(checkpoint, config.policy, config.policy_kwargs)
 

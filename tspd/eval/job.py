@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from tspd.decoding.config import DecodeConfig, canonical
-from tspd.models.loading import Checkpoint
+from tspd.models.loading import DEFAULT_MODEL, Checkpoint, default_task
 from tspd.provenance import local, portable
 from tspd.validate import UsageError
 
@@ -39,27 +39,28 @@ _DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
 
 @dataclass(frozen=True, init=False)
 class RunConfig:
-    """One benchmark run: a :class:`DecodeConfig` plus what it runs on. Defaults: the embedded model
-    on its synthetic task, on the CPU.
+    """One benchmark run: a :class:`DecodeConfig` plus what it runs on. Defaults: the book's model
+    (:data:`~tspd.models.loading.DEFAULT_MODEL`) on the task it was trained on, on the CPU.
 
     Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
     (``RunConfig(policy="tspd", ce=True)``), and read through (``config.cache``). The window is
     resolved on construction (None: the checkpoint's own, from ``checkpoint`` when the caller has
-    opened it, else from the model's ``config.json``; ``steps`` None: ``gen_length``), the sampling
+    opened it, else from the model's ``config.json``; ``steps`` None: ``gen_length``), and so is the task
+    (None: the one the model was trained on, :func:`~tspd.models.loading.default_task`), the sampling
     seed None means 0 (a stored run is always seeded; it matters only at temperature > 0), ``limit``
     None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
     elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Policy and CE
     settings must be JSON-serialisable: they are part of the key.
     """
-    model: str = "tiny-arith"          # embedded model name or local checkpoint directory
-    task: str = "arith"                # tspd.eval.tasks name: arith, gsm8k, math, math500, humaneval, mbpp
+    model: str = DEFAULT_MODEL         # embedded model name or local checkpoint directory
+    task: str | None = None            # tspd.eval.tasks name: arith, chain, gsm8k, math, math500, humaneval, mbpp
     decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window, seed)
     limit: int | None = None           # first n samples of the test split (not part of the key)
     device: str = "cpu"
     dtype: str | None = None
     batch_size: int = 1                # prompts per generate() call
 
-    def __init__(self, model: str = "tiny-arith", task: str = "arith", decode: DecodeConfig | None = None,
+    def __init__(self, model: str = DEFAULT_MODEL, task: str | None = None, decode: DecodeConfig | None = None,
                  limit: int | None = None, device: str = "cpu", dtype: str | None = None, batch_size: int = 1,
                  checkpoint: Checkpoint | None = None, **decode_fields):
         unknown = set(decode_fields) - _DECODE_FIELDS - {"threshold"}
@@ -79,9 +80,9 @@ class RunConfig:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
-        fields = dict(model=model, task=task, decode=decode.resolved(checkpoint or model),
-                      limit=None if not limit else int(limit), device=str(torch.device(device)),
-                      dtype=str(dtype).replace("torch.", ""), batch_size=batch_size)
+        fields = dict(model=model, task=task or default_task(checkpoint or model),
+                      decode=decode.resolved(checkpoint or model), limit=None if not limit else int(limit),
+                      device=str(torch.device(device)), dtype=str(dtype).replace("torch.", ""), batch_size=batch_size)
         for name, value in fields.items():   # frozen: set once, here
             object.__setattr__(self, name, value)
 

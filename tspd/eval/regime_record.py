@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tspd.eval.regime import ANCHORS, RegimeConfig, decodings, paired_gap, score
 from tspd.eval.results import wilson
+from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import device_name, git_revision
 
 SECTION = "## Regime record"
@@ -31,7 +32,7 @@ TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (6.0, "m
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="tiny-arith", help="a checkpoint directory or zoo name trained by train-lm")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="a checkpoint directory or zoo name trained by train-lm")
     p.add_argument("--n", type=int, default=500, help="test problems for the window's own figures")
     p.add_argument("--long-n", type=int, default=100, help="test problems for the longer windows (vanilla: costly)")
     p.add_argument("--long-windows", default="512", help="comma-separated longer windows, e.g. 512,1024 ('' for none)")

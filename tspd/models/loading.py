@@ -20,6 +20,9 @@ from tspd.models.llada import LLaDAModelLM
 from tspd.models.llada_moe import LLaDAMoEConfig, LLaDAMoEModelLM
 
 ZOO = Path(__file__).resolve().parent.parent / "zoo"   # tspd/zoo: the embedded checkpoints
+# The book's model: every default of the package that names a model names this one (the notebooks' parameter
+# cells name it too; tests/test_notebooks.py checks that they agree). Switching the book to another embedded
+# model is this line, the notebooks' parameter cells and scripts/ship_model.sh (see its header).
 DEFAULT_MODEL = "tiny-arith"
 
 # config.json "model_type" -> (config class, model class): the one backbone registry. Dream's released
@@ -86,15 +89,37 @@ def decode_lengths(model_or_config=None) -> tuple[int, int]:
     :class:`Checkpoint` or their config (nothing is read again), or a zoo name / directory (then only
     ``config.json`` is read, no weights).
     """
+    task = task_spec(model_or_config)
+    return int(task.get("gen_length", PAPER_LENGTHS[0])), int(task.get("block_length", PAPER_LENGTHS[1]))
+
+
+def task_spec(model_or_config=None) -> dict:
+    """``config.json``'s ``tspd_task`` (the generated task a ``train-lm`` checkpoint was trained on: its
+    module, fingerprint and window); empty for any other checkpoint. Takes what :func:`decode_lengths` takes."""
     cfg = getattr(model_or_config, "config", model_or_config)
     if cfg is None or isinstance(cfg, (str, Path)):
-        path = resolve_path(cfg)
-        file = path / "config.json"
+        file = resolve_path(cfg) / "config.json"
         extra = json.loads(file.read_text()) if file.is_file() else {}
     else:
         extra = getattr(cfg, "extra", {}) or {}
-    task = extra.get("tspd_task") or {}
-    return int(task.get("gen_length", PAPER_LENGTHS[0])), int(task.get("block_length", PAPER_LENGTHS[1]))
+    return extra.get("tspd_task") or {}
+
+
+def checkpoint_task(model_or_config=None) -> str | None:
+    """The short name (``arith``, ``chain``) of the generated task a ``train-lm`` checkpoint was trained on;
+    None for any other checkpoint (LLaDA-8B-Instruct, Dream, ...)."""
+    name = task_spec(model_or_config).get("name")
+    return name.rsplit(".", 1)[-1] if name else None
+
+
+def default_task(model_or_config=None) -> str:
+    """The task a run of a checkpoint decodes unless told otherwise: the one it was trained on, else (a
+    checkpoint trained on none, or not on this machine) the book model's, :data:`DEFAULT_MODEL`'s."""
+    try:
+        own = checkpoint_task(model_or_config)
+    except CheckpointError:
+        own = None
+    return own or checkpoint_task(DEFAULT_MODEL)
 
 
 @dataclass(frozen=True)
@@ -131,7 +156,7 @@ class Checkpoint:
     @property
     def trained_on(self) -> str | None:
         """The fingerprint of the task version a ``train-lm`` checkpoint was trained on (None for others)."""
-        return ((self.config.extra or {}).get("tspd_task") or {}).get("fingerprint")
+        return task_spec(self).get("fingerprint")
 
 
 def _weight_files(path: Path) -> list[Path]:

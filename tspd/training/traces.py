@@ -18,6 +18,9 @@ which TSPD's LSTM runs (its hidden state is reset at every block).
 batch by batch (the paper's Table 12 compares the three).
 
     python -m tspd collect-traces --model tiny-arith --prompts arith-traces --n 1000 --out traces.pt
+
+``--prompts`` left out: the model's own task's traces split (``arith-traces`` for ``tiny-arith``,
+``chain-traces`` for a checkpoint trained on ``chain``; :func:`own_traces`).
 """
 from __future__ import annotations
 
@@ -32,11 +35,12 @@ from tspd.decoding.controllers import Controller, StepView, make_controller
 from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.loop import generate
 from tspd.eval.tasks import render_prompt
-from tspd.models.loading import DEFAULT_MODEL, add_model_arguments
+from tspd.models.loading import DEFAULT_MODEL, add_model_arguments, default_task
 
 FORMAT = "tspd-traces-v1"
 CHANNELS = ("conf", "ce_conf", "entropy", "ewma", "momentum", "u")
 POLICIES = ("egp", "vanilla", "mixed")
+TRACES_SPLIT = "-traces"   # prompt source "<task>-traces": a generated task's traces split (arith-traces, chain-traces)
 
 
 class Recorder(Controller):
@@ -192,11 +196,20 @@ def load_flan(source: str, per_task: int = 40, tasks: int = 66) -> list[str]:
     return [t for v in taken.values() for t in v]
 
 
+def own_traces(model=None) -> str:
+    """The prompt source of a model's own traces split, ``<task>-traces`` of the task it was trained on
+    (:func:`tspd.models.loading.default_task`): ``arith-traces`` for ``tiny-arith``."""
+    return default_task(model) + TRACES_SPLIT
+
+
 def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> list[str]:
-    """``arith-traces`` (the embedded task's traces split), ``flan``, or a .jsonl / .txt file."""
-    if source == "arith-traces":
-        from tspd.eval.tasks import arith
-        return [arith.prompt(p) for p in arith.load_split("traces", n)]
+    """``<task>-traces`` (a generated task's traces split: ``arith-traces``, ``chain-traces``), ``flan``, or a
+    .jsonl / .txt file."""
+    from tspd.eval.tasks.generated import GENERATED
+    task = source[:-len(TRACES_SPLIT)] if source.endswith(TRACES_SPLIT) else None
+    if task in GENERATED:
+        module = GENERATED[task]
+        return [module.prompt(p) for p in module.load_split("traces", n)]
     if source == "flan":
         if not flan_source:
             raise ValueError("--prompts flan needs --flan-source (a local JSONL file or a datasets hub id)")
@@ -204,7 +217,7 @@ def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> 
     else:
         path = Path(source)
         if not path.exists():
-            raise FileNotFoundError(f"no prompt file {source!r} (or use arith-traces / flan)")
+            raise FileNotFoundError(f"no prompt file {source!r} (or use <task>-traces / flan, e.g. arith-traces)")
         if path.suffix == ".jsonl":
             prompts = [_field(json.loads(line), _TEXT_FIELDS) for line in path.read_text().splitlines() if line.strip()]
             if any(p is None for p in prompts):
@@ -219,7 +232,8 @@ def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> 
 # ------------------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arguments(p)
-    p.add_argument("--prompts", default="arith-traces", help="arith-traces, flan, or a .jsonl/.txt file")
+    p.add_argument("--prompts", default=None, help="<task>-traces (arith-traces, chain-traces), flan, or a .jsonl/.txt "
+                   "file (default: the traces split of the task the model was trained on)")
     p.add_argument("--flan-source", default=None, help="FLAN JSONL file or datasets hub id (with --prompts flan)")
     p.add_argument("--n", type=int, default=None, help="number of prompts (default: all)")
     p.add_argument("--policy", dest="collection", choices=POLICIES, default="egp",   # not the decoding's policy
@@ -236,10 +250,11 @@ def main(args) -> int:
     from tspd.models.loading import load_model
     decode = DecodeConfig.from_args(args)
     model = load_model(args.model, device=args.device, dtype=args.dtype)
-    prompts = load_prompts(args.prompts, args.n, args.flan_source)
+    source = args.prompts or own_traces(model)
+    prompts = load_prompts(source, args.n, args.flan_source)
     prompts = [render_prompt(q, model.tokenizer, args.chat == "on") for q in prompts]
     data = collect(model, prompts, decode, policy=args.collection, batch_size=args.batch_size,
-                   meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=args.prompts))
+                   meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=source))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(data, str(out))

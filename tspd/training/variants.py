@@ -25,9 +25,9 @@ import torch
 
 from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
-from tspd.models.loading import decode_lengths
+from tspd.models.loading import DEFAULT_MODEL, decode_lengths
 from tspd.eval.tasks import render_prompt
-from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces
+from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
 
 DEFAULT_DIR = REPO_ROOT / "results" / "variants"
@@ -45,9 +45,10 @@ def _hash(obj) -> str:
 
 @dataclass(frozen=True)
 class TraceSpec:
-    """One stage-1 collection (Appendix A.4). Defaults: EGP on the embedded model's traces split."""
-    model: str = "tiny-arith"        # embedded model name or local checkpoint directory
-    prompts: str = "arith-traces"    # tspd.training.traces.load_prompts source: arith-traces, flan, or a file
+    """One stage-1 collection (Appendix A.4). Defaults: EGP on the book model's traces split."""
+    model: str = DEFAULT_MODEL       # embedded model name or local checkpoint directory
+    prompts: str = ""                # tspd.training.traces.load_prompts source: arith-traces, flan, or a file
+                                     # ("": the model's own task's traces split, tspd.training.traces.own_traces)
     n: int = 24                      # number of prompts (the paper: 66 FLAN tasks x 40 = 2,640)
     policy: str = "egp"              # egp | vanilla ("standard PD") | mixed (Table 9)
     gen_length: int | None = None    # None: the checkpoint's own (tspd.models.loading.decode_lengths)
@@ -61,6 +62,8 @@ class TraceSpec:
     chat: bool = False               # wrap prompts in the tokenizer's chat template (Instruct checkpoints)
 
     def __post_init__(self):
+        if not self.prompts:
+            object.__setattr__(self, "prompts", own_traces(self.model))          # frozen
         if not self.gen_length or not self.block_length:
             own = decode_lengths(self.model)
             object.__setattr__(self, "gen_length", self.gen_length or own[0])    # frozen
@@ -187,8 +190,9 @@ class Study:
     The fields are the notebooks' parameters of the same names; 0 and "" mean the defaults, as in
     the parameter cells (the checkpoint's window, one token per step, the device's dtype).
     """
-    model: str = "tiny-arith"
-    trace_source: str = "arith-traces"   # tspd.training.traces.load_prompts source: arith-traces, flan, or a file
+    model: str = DEFAULT_MODEL
+    trace_source: str = ""               # tspd.training.traces.load_prompts source: arith-traces, flan, or a file
+                                         # ("": the model's own task's traces split)
     trace_prompts: int = 24              # prompts traced (the paper: 2,640)
     trace_batch: int = 8                 # prompts decoded together while tracing
     flan_source: str = ""                # with trace_source flan: a local FLAN JSONL file or a hub id

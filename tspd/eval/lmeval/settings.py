@@ -4,7 +4,7 @@ lm-eval hands the adapter ``key=value`` pairs (values already typed: ``0.9``, ``
 JSON object, plus its own ``--device`` and ``--batch_size``. Keys:
 
 =====================  =============================================================================
-``pretrained``         checkpoint directory or embedded model name (default ``tiny-arith``)
+``pretrained``         checkpoint directory or embedded model name (default: the book's model, ``DEFAULT_MODEL``)
 ``device``, ``dtype``  torch device (default: lm-eval's ``--device``; its default ``cuda:0`` falls back to
                        the CPU where torch sees no GPU, as lm-eval's ``hf`` model does); auto/float32/bfloat16/float16
 ``policy``             controller (vanilla, fast-dllm, prophet, credit, learn2pd, egp, tspd, ...)
@@ -39,7 +39,7 @@ import warnings
 from dataclasses import dataclass
 
 from tspd.decoding.config import DecodeConfig
-from tspd.models.loading import Checkpoint
+from tspd.models.loading import DEFAULT_MODEL, Checkpoint
 from tspd.validate import UsageError
 
 DECODE_KEYS = ("policy", "threshold", "controller_weights", "ce", "cache", "gen_length", "block_length", "steps",
@@ -54,7 +54,7 @@ CHAT_MODES = ("off", "on", "auto")
 @dataclass(frozen=True)
 class ModelArgs:
     """What ``--model_args`` ask for, checked: where the model is, how it decodes, how it scores."""
-    pretrained: str = "tiny-arith"
+    pretrained: str = DEFAULT_MODEL
     device: str = "cpu"
     dtype: str = "auto"
     decode: DecodeConfig = dataclasses.field(default_factory=DecodeConfig)
@@ -99,7 +99,7 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     from tspd.models.loading import CheckpointError
     from tspd.decoding.controllers.weights import check_controller_files, controller_weights
     from tspd.validate import check_dtype
-    pretrained = str(args.get("pretrained") or "tiny-arith")
+    pretrained = str(args.get("pretrained") or DEFAULT_MODEL)
     try:
         checkpoint = Checkpoint.open(pretrained)       # one line: no such directory, no config.json, ...
     except CheckpointError as e:

@@ -20,3 +20,14 @@ def generated_task(name: str) -> ModuleType:
     if key not in GENERATED:
         raise ValueError(f"unknown generated task {name!r} (known: {', '.join(GENERATED)})")
     return GENERATED[key]
+
+
+def trained_task(model) -> ModuleType:
+    """The task module a ``train-lm`` checkpoint (a zoo name, a directory, an opened or loaded model) was
+    trained on, as its ``config.json`` names it; a one-line ValueError for a checkpoint trained on none."""
+    from tspd.models.loading import checkpoint_task
+    name = checkpoint_task(model)
+    if name is None:
+        raise ValueError(f"{model} names no generated task in its config.json (tspd_task): it was not trained "
+                         "by `python -m tspd train-lm`")
+    return generated_task(name)
