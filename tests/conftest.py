@@ -24,6 +24,10 @@ SIZES = FULL_SIZES if FULL_DATA else {"gsm8k": 40, "math": 6, "math500": 6, "hum
 # Tiny models run fastest on one thread, and several test processes may share the cores.
 torch.set_num_threads(1)
 
+# The embedded model the tests decode with, named wherever a test decodes or asserts on a model: the fast one
+# (a 64-token window), whatever the book's model (tspd.models.loading.DEFAULT_MODEL, every default) is.
+TEST_MODEL = "tiny-arith"
+
 
 
 def pytest_collection_modifyitems(config, items):

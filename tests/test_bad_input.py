@@ -10,7 +10,9 @@ import torch
 from tspd import cli
 from tspd.models.loading import resolve_path
 
-ZOO = resolve_path("tiny-arith")
+from conftest import TEST_MODEL
+
+ZOO = resolve_path(TEST_MODEL)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def broken(tmp_path_factory):
     return made
 
 
-GENERATE = [   # (id, extra arguments, words the one line must contain)
+GENERATE = [   # (id, extra arguments, words the one line must contain); a --model among them wins over TEST_MODEL
     ("missing model", ["--model", "/no/such/model"], "no model directory"),
     ("no config.json", ["--model", "{empty}"], "config.json is missing"),
     ("unknown architecture", ["--model", "{alien}"], "model_type 'gpt9' is not supported"),
@@ -49,16 +51,16 @@ GENERATE = [   # (id, extra arguments, words the one line must contain)
     ("empty prompt", ["--prompt", "  "], "empty prompt"),
     ("prompt too long", ["--prompt", "x" * 600], "exceeds the model's 512"),
     ("no controller", ["--model", "{no-controllers}", "--policy", "tspd"], "train-controller"),
-    ("controller for a fixed policy", ["--controller-weights", "tiny-arith"],
+    ("controller for a fixed policy", ["--controller-weights", TEST_MODEL],
      "--controller-weights is for the learned policies"),
 ]
-EVAL = [
+EVAL = [   # (id, extra arguments, words): a --model among them wins over the TEST_MODEL given first
     ("out is a directory", ["--out", "{out_dir}"], "is a directory"),
     ("negative limit", ["--limit", "-1"], "--limit must be >= 0"),
     ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
     ("task version", ["--model", "{old-task}"], "another version of tspd.eval.tasks.arith"),
     ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
-    ("controller for a fixed policy", ["--controller-weights", "tiny-arith"],
+    ("controller for a fixed policy", ["--controller-weights", TEST_MODEL],
      "--controller-weights is for the learned policies"),
 ]
 
@@ -75,7 +77,8 @@ def _fill(args, broken) -> list[str]:
 
 @pytest.mark.parametrize("extra,words", [c[1:] for c in GENERATE], ids=[c[0] for c in GENERATE])
 def test_generate_rejects_bad_input_in_one_line(extra, words, broken, capsys):
-    argv = ["generate", "--prompt", "Ann has 3 bags of 4 nuts and 5 more. She eats 6. How many left?"]
+    argv = ["generate", "--model", TEST_MODEL,
+            "--prompt", "Ann has 3 bags of 4 nuts and 5 more. She eats 6. How many left?"]
     code, err, out = _run(argv + _fill(extra, broken), capsys)
     assert code == 2 and out == ""
     assert len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
@@ -84,7 +87,8 @@ def test_generate_rejects_bad_input_in_one_line(extra, words, broken, capsys):
 @pytest.mark.parametrize("extra,words", [c[1:] for c in EVAL], ids=[c[0] for c in EVAL])
 def test_eval_rejects_bad_input_in_one_line(extra, words, broken, capsys, tmp_path):
     out_file = tmp_path / "rows.jsonl"
-    argv = ["eval", "--task", "arith", "--limit", "1", "--out", str(out_file)] + _fill(extra, broken)
+    argv = ["eval", "--task", "arith", "--model", TEST_MODEL, "--limit", "1", "--out", str(out_file)]
+    argv += _fill(extra, broken)
     code, err, _ = _run(argv, capsys)
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
     assert not out_file.exists()                      # nothing written
@@ -106,7 +110,7 @@ def test_generate_function_refuses_before_decoding():
     from tspd import load_model
     from tspd.decoding.loop import generate
     from tspd.validate import UsageError
-    model = load_model("tiny-arith")
+    model = load_model(TEST_MODEL)
     with pytest.raises(UsageError, match="exceeds the model's 512"):
         generate(model, ["x" * 600])
     with pytest.warns(UserWarning, match="left-truncated"):
@@ -118,7 +122,8 @@ def test_generate_function_refuses_before_decoding():
 
 def test_truncation_only_when_asked_and_counted(capsys):
     import json
-    argv = ["generate", "--prompt", "x" * 600, "--json", "--steps", "2", "--gen-length", "32", "--block-length", "32"]
+    argv = ["generate", "--model", TEST_MODEL, "--prompt", "x" * 600, "--json", "--steps", "2", "--gen-length", "32",
+            "--block-length", "32"]
     assert cli.main(argv) == 2 and "exceeds the model's 512" in capsys.readouterr().err
     with pytest.warns(UserWarning, match="left-truncated"):
         assert cli.main(argv + ["--truncate-prompt"]) == 0
@@ -136,12 +141,12 @@ def test_eval_summary_counts_truncated_prompts():
 def test_the_old_controller_option_still_works_for_one_release(capsys):
     """``--controller`` (now ``--controller-weights``) is a deprecated alias: the same value, a warning."""
     import json
-    argv = ["generate", "--prompt", "Ann has 3 bags of 4 nuts. How many?", "--json", "--policy", "tspd",
-            "--gen-length", "32", "--block-length", "32", "--steps", "1"]
+    argv = ["generate", "--model", TEST_MODEL, "--prompt", "Ann has 3 bags of 4 nuts. How many?", "--json",
+            "--policy", "tspd", "--gen-length", "32", "--block-length", "32", "--steps", "1"]
     with pytest.warns(UserWarning, match="borrow|trained on the embedded"):
         with pytest.warns(FutureWarning, match="--controller is deprecated.*--controller-weights"):
-            assert cli.main(argv + ["--controller", "tiny-arith"]) == 0
+            assert cli.main(argv + ["--controller", TEST_MODEL]) == 0
     old = json.loads(capsys.readouterr().out)
     with pytest.warns(UserWarning, match="trained on the embedded"):
-        assert cli.main(argv + ["--controller-weights", "tiny-arith"]) == 0
+        assert cli.main(argv + ["--controller-weights", TEST_MODEL]) == 0
     assert json.loads(capsys.readouterr().out)["token_ids"] == old["token_ids"]

@@ -8,6 +8,8 @@ from types import SimpleNamespace
 from tspd import book
 from tspd.eval.experiments import RunConfig, RunResult
 
+from conftest import TEST_MODEL
+
 
 def test_row_label_marks_rows_without_a_cache(monkeypatch):
     assert book.row_label("Vanilla") == "Vanilla"
@@ -22,7 +24,8 @@ def test_row_label_marks_rows_without_a_cache(monkeypatch):
 def test_agreement_counts_common_problems():
     def run(rows) -> RunResult:
         samples = [dict(zip(("id", "output", "extracted"), r)) for r in rows]
-        return RunResult(RunConfig(gen_length=64, block_length=32), samples, {}, Path("rows.jsonl"), "cpu")
+        return RunResult(RunConfig(model=TEST_MODEL, gen_length=64, block_length=32), samples, {}, Path("rows.jsonl"),
+                         "cpu")
 
     ref = run([("a", "x #### 1", "1"), ("b", "y #### 2", "2"), ("c", "z #### 3", "3")])
     other = run([("a", "x #### 1", "1"), ("b", "w #### 2", "2"), ("d", "q", None)])
@@ -32,11 +35,11 @@ def test_agreement_counts_common_problems():
 def test_a_notebook_reads_its_run_and_study_from_its_parameter_cell():
     from tspd import book
     from tspd.training.variants import Study
-    params = dict(model="tiny-arith", limit=0, gen_length=0, block_length=0, steps=0, device="cpu", dtype="",
+    params = dict(model=TEST_MODEL, limit=0, gen_length=0, block_length=0, steps=0, device="cpu", dtype="",
                   seed=0, batch_size=4, trace_prompts=12, threads=2, tasks=["arith"])
     base = book.base_run(params)
     assert base == book.base_run(params, batch_size=4) and base.limit is None and base.dtype == "float32"
-    assert base.key == book.base_run(dict(model="tiny-arith", batch_size=4)).key     # unset means default
+    assert base.key == book.base_run(dict(model=TEST_MODEL, batch_size=4)).key     # unset means default
     assert book.base_run(params, gen_length=32, block_length=32).steps == 32
     study = Study.from_parameters(params, store="here")
     assert (study.trace_prompts, study.store, study.epochs) == (12, "here", Study().epochs)

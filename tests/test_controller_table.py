@@ -10,6 +10,8 @@ from tspd.decoding.controllers import make_controller
 from tspd.eval.experiments import REPO_ROOT, RunConfig, RunResult
 from tspd.validate import UsageError
 
+from conftest import TEST_MODEL
+
 
 @pytest.fixture(scope="module")
 def ct():
@@ -20,8 +22,8 @@ def ct():
 
 
 def test_configs_are_each_methods_default_setting(ct):
-    configs = ct.table_configs(ct.parse_args(["--n", "3", "--controllers", "fast-dllm,credit,tspd", "--ce", "on",
-                                              "--caches", "dual"]))
+    configs = ct.table_configs(ct.parse_args(["--model", TEST_MODEL, "--n", "3", "--controllers",
+                                              "fast-dllm,credit,tspd", "--ce", "on", "--caches", "dual"]))
     assert list(configs)[0] == ct.BASELINE                 # the speedups' reference is always measured
     assert set(configs) == {ct.BASELINE, ("fast-dllm", True, "dual"), ("credit", True, "dual"), ("tspd", True, "dual")}
     fast = configs[("fast-dllm", True, "dual")]
@@ -30,13 +32,14 @@ def test_configs_are_each_methods_default_setting(ct):
     for policy in ("fast-dllm", "credit"):     # "threshold 0.9" is the controllers' own default
         assert make_controller(policy).threshold == 0.9
     base = configs[ct.BASELINE]
-    assert base == RunConfig(limit=3) and base.key == RunConfig().key
+    assert base == RunConfig(model=TEST_MODEL, limit=3) and base.key == RunConfig(model=TEST_MODEL).key
+    assert base.task == "arith"                            # the model's own task
 
 
 def test_bad_lists_are_one_line_errors(ct):
     for argv in (["--controllers", "vanilla,egp"], ["--caches", "full"], ["--ce", "yes"], ["--controllers", ","]):
         with pytest.raises(UsageError, match="choose from"):
-            ct.table_configs(ct.parse_args(argv))
+            ct.table_configs(ct.parse_args(["--model", TEST_MODEL, *argv]))
 
 
 def result(config: RunConfig, outputs: list[str], timed: bool = True, tps: float | None = 100.0) -> RunResult:
@@ -49,7 +52,7 @@ def result(config: RunConfig, outputs: list[str], timed: bool = True, tps: float
 
 
 def test_summary_from_the_rows(ct):
-    base = RunConfig(limit=2)
+    base = RunConfig(model=TEST_MODEL, limit=2)
     results = {ct.BASELINE: result(base, ["a 7", "b 5"], tps=50.0),
                ("fast-dllm", False, "none"): result(base.replace(policy="fast-dllm"), ["a 7", "b 6"], timed=False),
                ("fast-dllm", False, "dual"): result(base.replace(policy="fast-dllm", cache="dual"), ["a 7", "c 6"])}
@@ -72,7 +75,8 @@ def test_summary_from_the_rows(ct):
 
 def test_tiny_run_writes_its_runs_beside_out_and_resumes(ct, tmp_path, capsys):
     out = tmp_path / "t" / "table.json"
-    argv = ["--n", "1", "--controllers", "vanilla", "--ce", "off", "--caches", "none,prefix", "--out", str(out)]
+    argv = ["--model", TEST_MODEL, "--n", "1", "--controllers", "vanilla", "--ce", "off", "--caches", "none,prefix",
+            "--out", str(out)]
     assert ct.main(argv) == 0
     table = json.loads(out.read_text())
     runs = tmp_path / "t" / "controller_table"

@@ -9,6 +9,8 @@ import torch
 from tspd import DecodeConfig, generate
 from tspd.validate import UsageError
 
+from conftest import TEST_MODEL
+
 
 @pytest.mark.parametrize("bad, message", [
     (dict(cache="full"), "cache must be one of"),
@@ -61,7 +63,7 @@ def test_policy_and_ce_are_names_plus_settings():
     with pytest.warns(DeprecationWarning):
         assert DecodeConfig(ce={"H": 10}) == whole
     from tspd.eval.job import RunConfig
-    assert RunConfig(decode=DecodeConfig(ce=True, ce_kwargs={"H": 10})).ce_kwargs == {"H": 10}   # a run takes any
+    assert RunConfig(model=TEST_MODEL, decode=DecodeConfig(ce=True, ce_kwargs={"H": 10})).ce_kwargs == {"H": 10}   # any
 
 
 def test_a_ready_controller_decodes_through_generate(tiny_model):

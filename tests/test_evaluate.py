@@ -18,7 +18,7 @@ from tspd.eval import harness
 from tspd.eval.results import PHASES, phase_shares, summarize, summary_path
 from tspd.eval.tasks import get_task
 from tspd.models.loading import Checkpoint, LoadedModel, SpecialTokens
-from conftest import SIZES
+from conftest import SIZES, TEST_MODEL
 
 REPO = Path(__file__).resolve().parents[1]
 slow = pytest.mark.skipif(not os.environ.get("TSPD_SLOW"), reason="full reference run; set TSPD_SLOW=1")
@@ -452,7 +452,7 @@ def test_an_eval_job_reads_its_config_json_once(monkeypatch, tmp_path):
     monkeypatch.setattr(io, "open", counting_open)
     monkeypatch.setattr(builtins, "open", counting_open)
     out = tmp_path / "once.jsonl"
-    assert cli(["eval", "--task", "arith", "--limit", "2", "--policy", "fast-dllm", "--threshold", "0.9",
-                "--out", str(out)]) == 0
+    assert cli(["eval", "--task", "arith", "--model", TEST_MODEL, "--limit", "2", "--policy", "fast-dllm",
+                "--threshold", "0.9", "--out", str(out)]) == 0
     assert len(read_rows(out)) == 2
-    assert len(reads) == 1 and reads[0].endswith(f"tiny-arith{os.sep}config.json"), reads
+    assert len(reads) == 1 and reads[0].endswith(f"{TEST_MODEL}{os.sep}config.json"), reads

@@ -14,9 +14,9 @@ import torch
 from tspd.eval import experiments
 from tspd.decoding.loop import generate
 from tspd.eval.experiments import RunConfig
-from tspd.models.loading import decode_lengths
+from tspd.models.loading import DEFAULT_MODEL, checkpoint_task, decode_lengths
 
-from conftest import prompts, random_model
+from conftest import TEST_MODEL, prompts, random_model
 
 
 class FakeTokenizer:
@@ -73,7 +73,7 @@ def registry(tmp_path):
 
 def config(**over) -> RunConfig:
     """A run of the fake task; its checkpoint is the embedded model's (opened, never loaded: the seam's model)."""
-    base = dict(model="tiny-arith", task="fake", policy="fast-dllm", policy_kwargs={"threshold": 0.7},
+    base = dict(model=TEST_MODEL, task="fake", policy="fast-dllm", policy_kwargs={"threshold": 0.7},
                 gen_length=16, block_length=8, limit=4)
     base.update(over)
     return RunConfig(**base)
@@ -81,15 +81,15 @@ def config(**over) -> RunConfig:
 
 def test_key_is_stable_and_canonical():
     # a golden value: changing it silently would orphan every stored result
-    assert RunConfig(gen_length=128, block_length=32).key == "41cb76cfc36f"
-    own = decode_lengths("tiny-arith")   # the defaults follow the shipped checkpoint, whatever it is
-    assert (RunConfig().gen_length, RunConfig().block_length) == own
-    assert RunConfig().key == RunConfig(gen_length=own[0], block_length=own[1]).key
+    assert RunConfig(model=TEST_MODEL, task="arith", gen_length=128, block_length=32).key == "41cb76cfc36f"
+    own = decode_lengths(TEST_MODEL)   # the defaults follow the shipped checkpoint, whatever it is
+    assert (RunConfig(model=TEST_MODEL).gen_length, RunConfig(model=TEST_MODEL).block_length) == own
+    assert RunConfig(model=TEST_MODEL).key == RunConfig(model=TEST_MODEL, gen_length=own[0], block_length=own[1]).key
     c = config()
     assert len(c.key) == 12 and c.key == config().key
     same = [config(steps=16), config(limit=100), config(limit=None), config(dtype="float32"),
             config(policy_kwargs={"threshold": 0.7}), config(ce=False, ce_kwargs={"tau": 0.5}),
-            config(model="tiny-arith/")]
+            config(model=f"{TEST_MODEL}/")]
     assert {s.key for s in same} == {c.key}
     different = [config(policy="vanilla", policy_kwargs={}), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
                  config(ce=True, ce_kwargs={"tau": 0.5}), config(cache="dual"), config(gen_length=32),
@@ -98,7 +98,8 @@ def test_key_is_stable_and_canonical():
     assert len(keys) == len(different) and c.key not in keys
     assert config(ce=True, ce_kwargs={"H": 10, "tau": 0.5}).key == config(ce=True, ce_kwargs={"tau": 0.5, "H": 10}).key
     assert RunConfig.from_dict(c.to_dict()) == c and hash(RunConfig.from_dict(c.to_dict())) == hash(c)
-    assert RunConfig(device="cuda").dtype == "bfloat16" and RunConfig().dtype == "float32"
+    assert RunConfig(model=TEST_MODEL, device="cuda").dtype == "bfloat16"
+    assert RunConfig(model=TEST_MODEL).dtype == "float32"
     with pytest.raises(dataclasses_frozen_error()):
         c.policy = "vanilla"
     with pytest.raises(ValueError):
@@ -107,6 +108,16 @@ def test_key_is_stable_and_canonical():
         config(policy="tspd", policy_kwargs={"weights": object()})
     with pytest.raises(ValueError, match="takes no threshold"):    # settings are checked once, here
         config(policy="vanilla")
+
+
+def test_the_task_defaults_to_the_one_the_model_was_trained_on():
+    """A run names its task, or decodes the one its checkpoint's config.json names (the same key as naming it);
+    a checkpoint that names none, or is not on this machine, runs the book model's task."""
+    assert RunConfig(model=TEST_MODEL).task == checkpoint_task(TEST_MODEL) == "arith"
+    assert RunConfig(model=TEST_MODEL).key == RunConfig(model=TEST_MODEL, task="arith").key
+    assert RunConfig(model=TEST_MODEL, task="gsm8k").task == "gsm8k"
+    elsewhere = RunConfig(model="/not/here/LLaDA-8B-Instruct", gen_length=256, block_length=32)
+    assert elsewhere.task == checkpoint_task(DEFAULT_MODEL)
 
 
 def dataclasses_frozen_error():
@@ -191,7 +202,7 @@ def test_result_row_for_side_by_side(registry):
     assert row["method"] == "Fast-dLLM" and row["setting"]["cache"] == "none" and row["tps"] > 0
     table = reported.side_by_side(reported.paper_table("table13"), [row], keys=["method"], ours=res.label)
     assert table[4]["ours: TPS"] == row["tps"] and table[4]["paper: TPS"] == 52.8
-    assert res.label.startswith("ours (tiny-arith, ") and res.label.endswith("n=4)")
+    assert res.label.startswith(f"ours ({TEST_MODEL}, ") and res.label.endswith("n=4)")
 
 
 def job_of_command(command: str):
@@ -213,7 +224,7 @@ def test_eval_command_is_the_same_job_as_run(tmp_path, changes, monkeypatch):
     monkeypatch.setattr("tspd.decoding.config.controller_weights", lambda c, p: c)
     c = config(task="arith", **changes)
     cmd = experiments.eval_command(c, tmp_path)
-    assert cmd.startswith("python -m tspd eval --task arith --model tiny-arith --policy ")
+    assert cmd.startswith(f"python -m tspd eval --task arith --model {TEST_MODEL} --policy ")
     assert cmd.endswith(f"--out {tmp_path / (c.key + '.jsonl')}")
     job = job_of_command(cmd)
     assert job.config == c and job.config.key == c.key and job.out == tmp_path / f"{c.key}.jsonl"
@@ -227,10 +238,10 @@ def test_eval_command_spells_the_settings_as_options():
 
 
 def test_replace_gen_length_brings_its_own_default_steps():
-    c = experiments.RunConfig(gen_length=128)
+    c = experiments.RunConfig(model=TEST_MODEL, gen_length=128)
     assert c.replace(gen_length=256).steps == 256                   # default schedule follows the length
     assert c.replace(gen_length=256, steps=64).steps == 64
-    assert experiments.RunConfig(gen_length=128, steps=64).replace(gen_length=256).steps == 64   # explicit kept
+    assert experiments.RunConfig(model=TEST_MODEL, gen_length=128, steps=64).replace(gen_length=256).steps == 64
 
 
 def test_paper_config_shares_rows_across_tables():

@@ -57,8 +57,8 @@ def runs(tmp_path_factory):
                                             limit=N, batch_size=batch, device="cpu", log_samples=True,
                                             task_manager=task_manager(), bootstrap_iters=0)
         path = tmp_path_factory.mktemp(name) / "harness.jsonl"
-        assert tspd_cli(["eval", "--task", "arith", "--limit", str(N), "--batch-size", str(batch),
-                         "--out", str(path), *options]) == 0
+        assert tspd_cli(["eval", "--task", "arith", "--model", model_args["pretrained"], "--limit", str(N),
+                         "--batch-size", str(batch), "--out", str(path), *options]) == 0
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         summary = json.loads(path.with_name("harness.summary.json").read_text())
         out[name] = (results, rows, summary)
@@ -207,17 +207,18 @@ def test_model_args_build_one_decode_config():
     own = parse_model_args({"pretrained": "tiny-arith", "policy": "tspd", "eos_fill": False})
     assert (own.decode.gen_length, own.decode.block_length, own.decode.steps) == (64, 32, 64)
     assert own.decode.policy_kwargs == {} and own.eos_fill is False
-    prophet = parse_model_args('{"policy": "prophet", "policy_kwargs": {"thresholds": [6.0, 4.0, 2.0]}}')
+    prophet = parse_model_args('{"pretrained": "tiny-arith", "policy": "prophet", '
+                               '"policy_kwargs": {"thresholds": [6.0, 4.0, 2.0]}}')
     assert prophet.decode.policy_kwargs == {"thresholds": [6.0, 4.0, 2.0]}
     assert own.checkpoint is not None and own.checkpoint.path.name == "tiny-arith"   # opened once, loaded from
 
 
 def test_the_old_controller_key_still_works_for_one_release():
     with pytest.warns(UserWarning, match="trained on the embedded"):
-        new = parse_model_args("policy=tspd,controller_weights=tiny-arith")
+        new = parse_model_args("pretrained=tiny-arith,policy=tspd,controller_weights=tiny-arith")
     with pytest.warns(UserWarning, match="trained on the embedded"):
         with pytest.warns(FutureWarning, match="controller= is deprecated.*controller_weights="):
-            old = parse_model_args("policy=tspd,controller=tiny-arith")
+            old = parse_model_args("pretrained=tiny-arith,policy=tspd,controller=tiny-arith")
     assert old.decode == new.decode and new.decode.policy_kwargs["weights"].endswith("controllers")
 
 

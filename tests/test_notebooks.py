@@ -77,6 +77,28 @@ def test_parameters_are_typed_and_documented_for_papermill(path):
         assert not missing, f"{path.name}: lacks the run parameters {missing}"
 
 
+def defaults(path: Path) -> dict:
+    """The parameter cell's default values, by name."""
+    body = ast.parse("".join(parameters_cell(path)["source"])).body
+    return {n.target.id: ast.literal_eval(n.value) for n in body if isinstance(n, ast.AnnAssign)}
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem != "step_speed"],   # its model: random weights' shape
+                         ids=lambda p: p.stem)
+def test_notebook_runs_the_books_model_on_its_task(path):
+    """Switching the book's model is DEFAULT_MODEL plus these defaults (scripts/ship_model.sh's header): every
+    notebook's model is the package's, its tasks are the one that model was trained on, its traces that
+    task's traces split."""
+    from tspd.models.loading import DEFAULT_MODEL, checkpoint_task
+    from tspd.training.traces import own_traces
+    found, task = defaults(path), checkpoint_task(DEFAULT_MODEL)
+    for name in ("model", "model_name"):
+        assert found.get(name, DEFAULT_MODEL) == DEFAULT_MODEL, f"{path.name}: {name} is not {DEFAULT_MODEL}"
+    assert found.get("models", [DEFAULT_MODEL]) == [DEFAULT_MODEL], f"{path.name}: models"
+    assert found.get("tasks", [task]) == [task], f"{path.name}: tasks"
+    assert found.get("trace_source", own_traces(DEFAULT_MODEL)) == own_traces(DEFAULT_MODEL), f"{path.name}: traces"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_stored_executed_without_errors(path):
     code = [c for c in cells(path) if c["cell_type"] == "code"]

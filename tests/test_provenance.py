@@ -7,6 +7,8 @@ import torch
 
 from tspd import provenance
 
+from conftest import TEST_MODEL
+
 
 def test_revision_marks_uncommitted_changes(tmp_path, monkeypatch):
     def git(*args):
@@ -44,13 +46,14 @@ def test_runs_with_repository_paths_have_the_same_key_in_every_clone(tmp_path, m
         weights = str(root / "results" / "variants" / "tspd-0123")
         assert provenance.portable({"weights": weights, "n": 3}) == {"weights": "<repo>/results/variants/tspd-0123",
                                                                      "n": 3}
-        keys.append(RunConfig(policy="tspd", policy_kwargs={"weights": weights}, gen_length=64, block_length=32).key)
+        keys.append(RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": weights}, gen_length=64,
+                              block_length=32).key)
     assert keys[0] == keys[1]
-    elsewhere = RunConfig(policy="tspd", policy_kwargs={"weights": "/elsewhere/tspd-0123"}, gen_length=64,
-                          block_length=32)
+    elsewhere = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": "/elsewhere/tspd-0123"},
+                          gen_length=64, block_length=32)
     assert provenance.portable({"weights": "/elsewhere/tspd-0123"}) == {"weights": "/elsewhere/tspd-0123"}
     assert elsewhere.key != keys[0]
     assert provenance.local(provenance.portable({"weights": weights})) == {"weights": weights}
-    stored = RunConfig(policy="tspd", policy_kwargs={"weights": "<repo>/results/variants/tspd-0123"}, gen_length=64,
-                       block_length=32)
+    stored = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": "<repo>/results/variants/tspd-0123"},
+                       gen_length=64, block_length=32)
     assert stored.policy_kwargs == {"weights": weights} and stored.key == keys[1]

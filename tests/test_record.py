@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tspd.book import record
-from tspd.models.loading import resolve_path
+from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.provenance import REPO_ROOT
 
 
@@ -26,8 +26,8 @@ def test_pages_state_the_accuracy_of_the_record(page):
     text = (REPO_ROOT / page).read_text()
     spans = record.marked_spans(text)
     assert spans, f"{page}: no <!-- model-accuracy --> span"
-    assert record.fill(text, record.vanilla_accuracy("tiny-arith")) == text, \
-        f"{page} is stale: run scripts/model_accuracy.py"
+    assert record.fill(text, record.vanilla_accuracy(DEFAULT_MODEL)) == text, \
+        f"{page} is stale: run scripts/model_accuracy.py"   # the pages state the book's model's accuracy
 
 
 def test_the_note_follows_the_record(tmp_path):
@@ -45,7 +45,7 @@ def test_the_note_follows_the_record(tmp_path):
 
 
 def test_every_notebook_prints_the_note_of_the_current_record():
-    note = record.model_note("tiny-arith")
+    note = record.model_note(DEFAULT_MODEL)   # the notebooks run the book's model (their parameter cells')
     printed = 0
     for nb in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(nb.read_text())["cells"]

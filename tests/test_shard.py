@@ -12,9 +12,11 @@ import pytest
 
 from tspd.eval.shard import Shard, merge, shard_files
 
+from conftest import TEST_MODEL
+
 ROOT = Path(__file__).resolve().parents[1]
-EVAL = ["-m", "tspd", "eval", "--task", "arith", "--limit", "6", "--gen-length", "64", "--block-length", "32",
-        "--policy", "fast-dllm", "--threshold", "0.7", "--batch-size", "2"]
+EVAL = ["-m", "tspd", "eval", "--task", "arith", "--model", TEST_MODEL, "--limit", "6", "--gen-length", "64",
+        "--block-length", "32", "--policy", "fast-dllm", "--threshold", "0.7", "--batch-size", "2"]
 
 
 def _free_port() -> int:
@@ -52,7 +54,8 @@ def test_merge_orders_rows_and_removes_shard_files(tmp_path):
     assert read(out) == merged and shard_files(out) == []
 
 
-@pytest.mark.skipif(not (ROOT / "tspd/zoo/tiny-arith/config.json").exists(), reason="embedded model not built")
+@pytest.mark.skipif(not (ROOT / "tspd" / "zoo" / TEST_MODEL / "config.json").exists(),
+                    reason="embedded model not built")
 @pytest.mark.slow
 def test_two_gloo_processes_match_one_process(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}

@@ -66,8 +66,9 @@ def test_generate_command_answers_a_held_out_problem():
     problems = arith.load_split("test", 64)
     texts = generate(model, [arith.prompt(p) for p in problems]).texts
     solved = next(p for t, p in zip(texts, problems) if arith.extract_answer(t) == p["final"])
-    done = subprocess.run([sys.executable, "-m", "tspd", "generate", "--json", "--threads", "1",
-                           "--prompt", solved["question"]], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "tspd", "generate", "--model", "tiny-arith", "--json",
+                           "--threads", "1", "--prompt", solved["question"]],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     reply = json.loads(done.stdout)
     assert arith.extract_answer(reply["text"]) == solved["final"], reply["text"]

@@ -15,9 +15,11 @@ import pytest
 
 from tspd.eval import experiments
 from tspd.eval.experiments import REPO_ROOT, RunConfig
+from tspd.models.loading import ZOO
 
 RUNS = REPO_ROOT / "results" / "runs"
 TABLE = REPO_ROOT / "results" / "controller_table"   # the runs of scripts/controller_table.py
+EMBEDDED = {p.name for p in ZOO.iterdir() if p.is_dir()}   # the models of tspd/zoo, by name
 N = 2   # samples recomputed per run
 # the controller table's runs recomputed: each controller once, every cache mode and both CE settings
 TABLE_PICKS = [("vanilla", False, "none"), ("fast-dllm", True, "dual"), ("tspd", True, "prefix"),
@@ -25,11 +27,12 @@ TABLE_PICKS = [("vanilla", False, "none"), ("fast-dllm", True, "dual"), ("tspd",
 
 
 def _metas(directory=RUNS) -> list[dict]:
-    """The sidecars of the embedded-model runs stored in ``directory`` (with their rows file), by key."""
+    """The sidecars of the embedded-model runs (a model of tspd/zoo) stored in ``directory`` (with their rows
+    file), by key."""
     paths = [p for p in sorted(directory.glob("*.json")) if not p.name.endswith(".summary.json")]
     metas = [json.loads(p.read_text()) for p in paths]
     return [m for m in metas
-            if m["config"].get("model") == "tiny-arith" and (directory / f"{m['key']}.jsonl").exists()]
+            if m["config"].get("model") in EMBEDDED and (directory / f"{m['key']}.jsonl").exists()]
 
 
 def picked_runs(k: int = 5) -> list[dict]:

@@ -11,10 +11,10 @@ from tspd.decoding.config import DecodeConfig
 from tspd.decoding.controllers.learn2pd import Learn2PD
 from tspd.decoding.controllers.tspd import TSPD
 from tspd.decoding.loop import generate
-from tspd.training.traces import CHANNELS, collect, load_prompts, load_traces
+from tspd.training.traces import CHANNELS, collect, load_prompts, load_traces, own_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
 
-from conftest import MASK, prompts, random_model
+from conftest import MASK, TEST_MODEL, prompts, random_model
 
 GEN, BLOCK = 32, 8
 WINDOW = DecodeConfig(gen_length=GEN, block_length=BLOCK, ce=True)   # what the traces are collected with
@@ -120,6 +120,8 @@ def test_prompt_files(tmp_path):
     assert load_prompts(str(tmp_path / "p.jsonl"), None) == ["a?", "b?"]
     assert load_prompts(str(tmp_path / "p.txt"), 2) == ["one", "two"]
     assert len(load_prompts("arith-traces", 3)) == 3
+    from tspd.eval.tasks import chain
+    assert load_prompts("chain-traces", 2) == [chain.prompt(p) for p in chain.load_split("traces", 2)]
     with pytest.raises(ValueError, match="flan-source"):
         load_prompts("flan", 3)
     bad = tmp_path / "bad.pt"
@@ -136,8 +138,10 @@ def test_training_leaves_torchs_global_random_state_alone(traces):
 
 def test_collect_traces_command_collects_with_the_oracle(tmp_path, capsys):
     """`collect-traces --policy egp` (what scripts/train_controllers.sh runs): its --policy is the
-    collection policy, not a decoding policy for the decode settings to refuse."""
+    collection policy, not a decoding policy for the decode settings to refuse; without --prompts, the
+    prompts are the traces split of the task the model was trained on."""
     out = tmp_path / "t.pt"
-    assert cli(["collect-traces", "--model", "tiny-arith", "--prompts", "arith-traces", "--n", "2", "--policy", "egp",
+    assert cli(["collect-traces", "--model", TEST_MODEL, "--n", "2", "--policy", "egp",
                 "--batch-size", "2", "--threads", "1", "--out", str(out)]) == 0, capsys.readouterr().err
-    assert load_traces(str(out))["meta"]["egp_rows"] == 2
+    meta = load_traces(str(out))["meta"]
+    assert meta["egp_rows"] == 2 and meta["prompt_source"] == own_traces(TEST_MODEL) == "arith-traces"

@@ -1,6 +1,8 @@
 """tspd.training.variants (trace subsets, mixtures, cached controller training) and tspd.book's pure helpers."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -10,7 +12,7 @@ from tspd.eval.experiments import RunConfig
 from tspd.training.traces import COLLECT, collect
 from tspd.training.train_controller import ControllerTrainConfig
 
-from conftest import prompts, random_model
+from conftest import TEST_MODEL, prompts, random_model
 
 GEN, BLOCK = 32, 8
 
@@ -74,11 +76,20 @@ def test_controller_is_trained_once_per_traces_and_config(sets, tmp_path):
 
 def test_trace_spec_validates_and_keys_ignore_the_batch_size():
     with pytest.raises(ValueError):
-        variants.TraceSpec(policy="greedy")
+        variants.TraceSpec(model=TEST_MODEL, policy="greedy")
     with pytest.raises(ValueError):
-        variants.TraceSpec(n=1)
-    assert variants.TraceSpec(batch_size=4).key == variants.TraceSpec(batch_size=16).key
-    assert variants.TraceSpec(n=8).key != variants.TraceSpec(n=9).key
+        variants.TraceSpec(model=TEST_MODEL, n=1)
+    spec = variants.TraceSpec(model=TEST_MODEL)
+    assert spec.key == dataclasses.replace(spec, batch_size=16).key == dataclasses.replace(spec, batch_size=4).key
+    assert dataclasses.replace(spec, n=8).key != dataclasses.replace(spec, n=9).key
+
+
+def test_trace_spec_prompts_default_to_the_models_own_traces_split():
+    """Unset, the prompts are the traces split of the model's task, spelled out: the same spec (and key) as
+    naming it, as the notebooks' parameter cells do."""
+    own = variants.TraceSpec(model=TEST_MODEL)
+    assert own.prompts == "arith-traces"
+    assert own.key == variants.TraceSpec(model=TEST_MODEL, prompts="arith-traces").key
 
 
 def test_pareto_front_keeps_the_undominated_points():
@@ -87,7 +98,7 @@ def test_pareto_front_keeps_the_undominated_points():
 
 
 def test_method_config_applies_the_papers_row_settings():
-    base = RunConfig(limit=4, policy="prophet", cache="prefix")
+    base = RunConfig(model=TEST_MODEL, limit=4, policy="prophet", cache="prefix")
     ours = book.method_config(base, "Ours")
     assert (ours.policy, ours.ce, ours.cache, ours.limit) == ("tspd", True, "dual", 4)
     vanilla = book.method_config(base, "Vanilla")
@@ -104,7 +115,7 @@ def test_trace_keys_follow_the_weights(tmp_path):
 
     from tspd.models.loading import resolve_path
     ckpt = tmp_path / "ckpt"
-    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
+    shutil.copytree(resolve_path(TEST_MODEL), ckpt, ignore=shutil.ignore_patterns("controllers"))
     before = variants.TraceSpec(model=str(ckpt)).key
     weights = ckpt / "model.safetensors"
     data = bytearray(weights.read_bytes())
