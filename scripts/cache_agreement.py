@@ -1,7 +1,8 @@
 """Cache agreement on the embedded model, and why the cached runs that part from their twin do.
 
 For each stateless controller (vanilla, Fast-dLLM at 0.9) and cache (prefix, dual), decodes the first N
-held-out arith problems one at a time with and without the cache, recording traces, and writes
+held-out problems of the model's own task (``arith`` for ``tiny-arith``; ``--model``, default the book's model)
+one at a time with and without the cache, recording traces, and writes
 ``results/cache_agreement.json``: same final answer and same text as the no-cache run, and for the runs
 that part, the first parting step (``tspd.eval.cache_agreement``). Per-problem rows go to
 ``<out>.samples.jsonl`` as they are made; a rerun skips what is there.
@@ -22,26 +23,28 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tspd import load_model  # noqa: E402
-from tspd.eval.tasks import arith  # noqa: E402
+from tspd.eval.tasks.generated import trained_task  # noqa: E402
 from tspd.eval.cache_agreement import as_dict, first_parting, summarise, Parting  # noqa: E402
 from tspd.eval.results import wilson  # noqa: E402
 from tspd.decoding.loop import generate  # noqa: E402
+from tspd.models.loading import DEFAULT_MODEL  # noqa: E402
 from tspd.provenance import device_name, git_revision  # noqa: E402
 
 POLICIES = {"vanilla": {}, "fast-dllm": {"threshold": 0.9}}
 CACHES = ("prefix", "dual")
 
 
-def rows_for(model, problem: dict, policy: str, kwargs: dict) -> list[dict]:
-    """One problem under one policy: the no-cache run against each cached one."""
-    run = lambda cache: generate(model, [arith.prompt(problem)], policy=policy, policy_kwargs=kwargs,  # noqa: E731
+def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict]:
+    """One problem of ``task`` (a generated task's module) under one policy: the no-cache run against each
+    cached one."""
+    run = lambda cache: generate(model, [task.prompt(problem)], policy=policy, policy_kwargs=kwargs,  # noqa: E731
                                  cache=cache, record_trace=True)
     ref = run("none")
-    ref_pred = arith.extract_answer(ref.texts[0])
+    ref_pred = task.extract_answer(ref.texts[0])
     rows = []
     for cache in CACHES:
         alt = run(cache)
-        pred = arith.extract_answer(alt.texts[0])
+        pred = task.extract_answer(alt.texts[0])
         rows.append(dict(id=problem["id"], policy=policy, cache=cache, same_text=alt.texts[0] == ref.texts[0],
                          same_answer=pred == ref_pred, correct_no_cache=ref_pred == problem["final"],
                          correct=pred == problem["final"],
@@ -82,8 +85,8 @@ def markdown(result: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--model", default="tiny-arith", help="embedded model name or checkpoint directory")
-    ap.add_argument("--n", type=int, default=500, help="held-out arith test problems")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory (train-lm)")
+    ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--out", default=str(ROOT / "results" / "cache_agreement.json"), help="summary JSON")
     ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
@@ -94,15 +97,16 @@ def main() -> int:
         return 0
     if args.threads:
         torch.set_num_threads(args.threads)
+    task = trained_task(args.model)   # before anything is written
     samples = out.with_suffix(".samples.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     done = [json.loads(line) for line in samples.read_text().splitlines()] if samples.exists() else []
     seen = {(r["id"], r["policy"]) for r in done}
     model = load_model(args.model)
-    problems = arith.load_split("test", args.n)
+    problems = task.load_split("test", args.n)
     work = [(p, policy) for policy in POLICIES for p in problems if (p["id"], policy) not in seen]
     for p, policy in tqdm(work, desc="cache agreement", disable=not work):
-        rows = rows_for(model, p, policy, POLICIES[policy])
+        rows = rows_for(model, task, p, policy, POLICIES[policy])
         with samples.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
         done.extend(rows)
@@ -115,4 +119,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ValueError as e:   # a checkpoint that is missing or names no generated task: one line
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -8,7 +8,7 @@ results directory, ``controller_table/`` beside ``--out``, so every row is measu
 on one machine; a rerun reads back what is there and computes only what is missing (resumable).
 
 Writes ``--out`` (``results/embedded_controllers.json``): one row per (controller, CE, cache) with
-accuracy on N held-out arith test problems (Wilson 95 % interval), mean NFE per sample, TPS on this
+accuracy on N held-out test problems of the model's own task (Wilson 95 % interval), mean NFE per sample, TPS on this
 machine (B * L_gen / T_wall over the harness's timed batches, paper Appendix A.1), speedup over
 vanilla (no CE, no cache) measured in the same directory, the controller's and CE's time per step as a
 percentage of one model forward (paper Section 5.4), the fraction of answers identical to vanilla's
@@ -34,6 +34,7 @@ from tspd.book.notebook import base_run, method_config  # noqa: E402
 from tspd.decoding.config import DecodeConfig  # noqa: E402
 from tspd.eval import experiments  # noqa: E402
 from tspd.eval.results import phase_shares, wilson  # noqa: E402
+from tspd.models.loading import DEFAULT_MODEL  # noqa: E402
 from tspd.options import add_dataclass_arguments  # noqa: E402
 from tspd.provenance import git_revision, portable  # noqa: E402
 from tspd.validate import CACHE_MODES, UsageError  # noqa: E402
@@ -163,8 +164,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line (the same options as before the table went through the harness)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--model", default="tiny-arith")
-    ap.add_argument("--n", type=int, default=500, help="held-out arith test problems")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory; its runs "
+                    "decode the task it was trained on")
+    ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
     add_dataclass_arguments(ap, DecodeConfig, only=("gen_length", "block_length"))
     ap.add_argument("--batch-size", type=int, default=1, help="1 = the paper's setting (Appendix A.1)")
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
@@ -191,10 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     configs = table_configs(args)
     runs_dir = out.resolve().parent / "controller_table"   # mkdir: experiments.result
     first = next(iter(configs.values()))
-    meta = dict(model=args.model, split="test", n=args.n, gen_length=first.gen_length, block_length=first.block_length,
-                batch_size=args.batch_size, threads=torch.get_num_threads(), cpu_count=os.cpu_count(),
-                torch=torch.__version__, baseline=key(*BASELINE), command=" ".join(["python", *command]),
-                revision=git_revision(), runs=portable({"d": str(runs_dir)})["d"],
+    meta = dict(model=args.model, task=first.task, split="test", n=args.n, gen_length=first.gen_length,
+                block_length=first.block_length, batch_size=args.batch_size, threads=torch.get_num_threads(),
+                cpu_count=os.cpu_count(), torch=torch.__version__, baseline=key(*BASELINE),
+                command=" ".join(["python", *command]), revision=git_revision(),
+                runs=portable({"d": str(runs_dir)})["d"],
                 note="TPS = B * L_gen / T_wall over the harness's timed batches (each session's first batch is "
                      "its warm-up) on this machine; speedup over the baseline row of this file")
     results = {}

@@ -1,12 +1,14 @@
 """Run the README's lm-eval example on the embedded model and keep what it measured.
 
 The README's "Evaluating with lm-evaluation-harness" section shows three commands that decode the same
-50 ``arith`` problems with Fast-dLLM at threshold 0.9: the stock ``lm_eval`` (the task named by its
-YAML), ``python -m tspd.lmeval`` and ``python -m tspd eval``. This script runs the three, each in a
-fresh process, and writes ``results/lmeval_example.json``: per command its accuracy, mean NFE, TPF and
-wall time, with the machine and the thread count. The README's numbers are written from that file
-(``tspd.book.prose``, ``python scripts/fill_records.py``) and ``tests/test_lmeval_example.py`` decodes
-the problems again and compares.
+50 problems of the model's own task (``arith`` for ``tiny-arith``: lm-eval task ``tspd_arith``) with
+Fast-dLLM at threshold 0.9: the stock ``lm_eval`` (the task named by its YAML), ``python -m tspd.lmeval``
+and ``python -m tspd eval``. This script runs the three, each in a fresh process, and writes
+``results/lmeval_example.json``: per command its accuracy, mean NFE, TPF and wall time, with the machine
+and the thread count. The README's numbers are written from that file (``tspd.book.prose``,
+``python scripts/fill_records.py``) and ``tests/test_lmeval_example.py`` decodes the problems again and
+compares. ``--model`` (default: the book's model) is an embedded model trained on a generated task whose
+lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/tasks/``.
 
     .venv/bin/python scripts/lmeval_example.py --threads 1
 """
@@ -24,55 +26,71 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tspd.eval.tasks.generated import trained_task  # noqa: E402
+from tspd.models.loading import DEFAULT_MODEL, checkpoint_task  # noqa: E402
 from tspd.provenance import device_name  # noqa: E402
 
-MODEL_ARGS = "pretrained=tiny-arith,policy=fast-dllm,threshold=0.9"
 LIMIT = 50
-YAML = "tspd/eval/lmeval/tasks/tspd_arith/tspd_arith.yaml"
 
 
-def commands(out: Path, threads: int) -> dict[str, list[str]]:
+class Example:
+    """What the three commands decode: the model and its task (``arith``), in lm-eval's spellings."""
+
+    def __init__(self, model: str):
+        trained_task(model)   # one line where the model names no generated task
+        self.model, self.task = model, checkpoint_task(model)
+        self.model_args = f"pretrained={model},policy=fast-dllm,threshold=0.9"
+        self.lmeval_task = f"tspd_{self.task}"
+        self.yaml = f"tspd/eval/lmeval/tasks/{self.lmeval_task}/{self.lmeval_task}.yaml"   # the README's first command
+        if not (ROOT / self.yaml).is_file():
+            raise FileNotFoundError(f"no lm-eval task {self.lmeval_task} ({self.yaml}) for {model}'s task {self.task}: "
+                                    "add it beside tspd_arith")
+
+
+def commands(ex: Example, out: Path, threads: int) -> dict[str, list[str]]:
     """The README's three commands (output paths under ``out``)."""
     bin_ = ROOT / ".venv" / "bin"
     return {
-        "lm_eval": [str(bin_ / "lm_eval"), "--model", "tspd", "--model_args", MODEL_ARGS, "--tasks", YAML,
+        "lm_eval": [str(bin_ / "lm_eval"), "--model", "tspd", "--model_args", ex.model_args, "--tasks", ex.yaml,
                     "--limit", str(LIMIT), "--output_path", str(out / "lm_eval")],
-        "tspd.lmeval": [str(bin_ / "python"), "-m", "tspd.lmeval", "--model", "tspd", "--model_args", MODEL_ARGS,
-                        "--tasks", "tspd_arith", "--limit", str(LIMIT), "--threads", str(threads),
+        "tspd.lmeval": [str(bin_ / "python"), "-m", "tspd.lmeval", "--model", "tspd", "--model_args", ex.model_args,
+                        "--tasks", ex.lmeval_task, "--limit", str(LIMIT), "--threads", str(threads),
                         "--output_path", str(out / "tspd.lmeval"), "--log_samples"],
-        "tspd eval": [str(bin_ / "python"), "-m", "tspd", "eval", "--task", "arith", "--policy", "fast-dllm",
-                      "--threshold", "0.9", "--limit", str(LIMIT), "--threads", str(threads),
-                      "--out", str(out / "arith.jsonl")],
+        "tspd eval": [str(bin_ / "python"), "-m", "tspd", "eval", "--task", ex.task, "--model", ex.model,
+                      "--policy", "fast-dllm", "--threshold", "0.9", "--limit", str(LIMIT), "--threads", str(threads),
+                      "--out", str(out / f"{ex.task}.jsonl")],
     }
 
 
-def lmeval_numbers(out: Path) -> dict:
+def lmeval_numbers(ex: Example, out: Path) -> dict:
     """exact_match, nfe and tpf of the one results file lm-eval wrote under ``out``."""
     (path,) = sorted(out.rglob("results_*.json"))
-    got = json.loads(path.read_text())["results"]["tspd_arith"]
+    got = json.loads(path.read_text())["results"][ex.lmeval_task]
     return {"accuracy": got["exact_match,none"], "nfe": got["nfe,none"], "tpf": got.get("tpf,none")}
 
 
-def eval_numbers(out: Path) -> dict:
+def eval_numbers(ex: Example, out: Path) -> dict:
     """accuracy, mean NFE and TPF of ``python -m tspd eval``'s summary file."""
-    got = json.loads((out / "arith.summary.json").read_text())
+    got = json.loads((out / f"{ex.task}.summary.json").read_text())
     summary = got.get("summary", got)
     return {"accuracy": summary["accuracy"], "nfe": summary["nfe_mean"], "tpf": summary.get("tpf")}
 
 
-def run(threads: int) -> dict:
+def run(ex: Example, threads: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        record = {"limit": LIMIT, "model_args": MODEL_ARGS, "threads": threads, "device": device_name("cpu"),
-                  "date": time.strftime("%Y-%m-%d"), "command": f"python scripts/lmeval_example.py --threads {threads}",
+        model = "" if ex.model == DEFAULT_MODEL else f" --model {ex.model}"
+        record = {"limit": LIMIT, "model_args": ex.model_args, "threads": threads, "device": device_name("cpu"),
+                  "date": time.strftime("%Y-%m-%d"),
+                  "command": f"python scripts/lmeval_example.py{model} --threads {threads}",
                   "load_average": round(os.getloadavg()[0], 1),   # other work on the machine (1-minute load)
                   "runs": {}}
-        for name, cmd in commands(out, threads).items():
+        for name, cmd in commands(ex, out, threads).items():
             start = time.perf_counter()
             subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             seconds = time.perf_counter() - start
-            numbers = eval_numbers(out) if name == "tspd eval" else lmeval_numbers(out / name)
+            numbers = eval_numbers(ex, out) if name == "tspd eval" else lmeval_numbers(ex, out / name)
             shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)).replace(str(out), "OUT")
             record["runs"][name] = {"command": shown,
                                     **numbers, "seconds": round(seconds, 1)}
@@ -81,10 +99,16 @@ def run(threads: int) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="an embedded model trained on a generated task")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of each command")
     ap.add_argument("--out", default=str(ROOT / "results" / "lmeval_example.json"))
     args = ap.parse_args()
-    record = run(args.threads)
+    try:   # the model names a generated task whose lm-eval task ships: checked before any decoding
+        example = Example(args.model)
+    except (ValueError, FileNotFoundError) as e:   # CheckpointError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    record = run(example, args.threads)
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record, indent=1))
     return 0

@@ -1,31 +1,62 @@
 #!/usr/bin/env bash
-# Ship a checkpoint trained by `python -m tspd train-lm` as the embedded model `tiny-arith`, and redo
-# everything that was measured on the old one. On the 2-core CPU this took 22 minutes for try 13 (a sure
+# Ship a checkpoint trained by `python -m tspd train-lm` as an embedded model, tspd/zoo/NAME, and redo
+# everything that was measured on the old one. NAME is $ZOO, by default the book's model
+# (tspd.models.loading.DEFAULT_MODEL, today tiny-arith); the task comes from the checkpoint's own
+# config.json (`tspd_task`). On the 2-core CPU this took 22 minutes for try 13 of tiny-arith (a sure
 # model decodes in few forwards; a weak one took 1.5 hours) and 50 for try 19 on an AMD EPYC (the tables
 # stage 33 of them, about 19 in its six vanilla rows of 64 forwards a problem): run it in
 # the background (nohup), one heavy job at a time. Each stage can be rerun on its own:
 #
-#   bash scripts/ship_model.sh RUN_DIR [THREADS]   all stages
-#   STAGES="tables" bash scripts/ship_model.sh RUN_DIR   only some (copy controllers notebooks tables)
+#   bash scripts/ship_model.sh RUN_DIR [THREADS]                   all stages, as the book's model
+#   ZOO=tiny-chain bash scripts/ship_model.sh RUN_DIR [THREADS]    as tspd/zoo/tiny-chain
+#   STAGES="tables" bash scripts/ship_model.sh RUN_DIR             only some (copy controllers notebooks tables)
 #
-#   copy         RUN_DIR's checkpoint, tokenizer, TRAINING.md, curves and sweep -> tspd/zoo/tiny-arith/ (the resumable
-#                state and logs -> results/training/<RUN_DIR's name>/)
-#   controllers  stage 1 + 2 of the controllers on the new model (scripts/train_controllers.sh 200)
+#   copy         RUN_DIR's checkpoint, tokenizer, TRAINING.md, curves and sweep -> tspd/zoo/NAME/ (the resumable
+#                state and logs -> results/training/<RUN_DIR's name>/); a NAME that holds a model of another
+#                task is refused. For the book's model also the README's and the book's accuracy sentence.
+#   controllers  stage 1 + 2 of NAME's controllers on its task's traces split (scripts/train_controllers.sh 200)
 #   notebooks    set aside results/runs and results/variants, re-execute every notebook
 #   tables       the 500-problem controller table (results/embedded_controllers.json from the harness
-#                runs in results/controller_table/) and cache agreement (old results set aside first)
+#                runs in results/controller_table/), cache agreement and the lm-eval example, all on NAME
+#                (old results set aside first), then every number of the README's and the book's prose
 #
+# notebooks and tables are the book's: the notebooks run their parameter cells' model, and the tables'
+# files are the README's. They run only where NAME is the book's model (refused up front otherwise).
 # What is set aside is named <name>.before-<time> (git ignores it; delete it once the new results are in).
 # Afterwards: paste `scripts/controller_table.py --markdown` and `scripts/cache_agreement.py
 # --markdown` into the README, update its status section, and run `bash scripts/test.sh`.
+#
+# Switching the book to another embedded model (tiny-chain, trained on `chain`; tiny-arith stays the test
+# suite's fast model):
+#   1. ship it beside the book's model:  ZOO=tiny-chain STAGES="copy controllers" bash scripts/ship_model.sh RUN_DIR
+#   2. the package's one default model:  DEFAULT_MODEL = "tiny-chain" in tspd/models/loading.py
+#   3. the notebooks' parameter cells: `model` (table02's `models`,
+#      train_embedded_model's `model_name`), `tasks` ["chain"], `trace_source` "chain-traces", and the
+#      comments that quote tiny-arith's 64-token window; tests/test_notebooks.py checks that they name
+#      DEFAULT_MODEL and its task
+#   4. the book's stages on it:          STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR [THREADS]
+#   5. the README's pastes and status section as above, the pages' prose that describes arith, then the tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
-run=${1:?usage: bash scripts/ship_model.sh RUN_DIR [THREADS]}
+run=${1:?usage: [ZOO=NAME] bash scripts/ship_model.sh RUN_DIR [THREADS]}
 threads=${2:-2}
 stages=${STAGES:-copy controllers notebooks tables}
-zoo=tspd/zoo/tiny-arith
 stamp=$(date +%Y%m%d-%H%M%S)
 bash scripts/setup.sh >/dev/null
+book=$(.venv/bin/python scripts/model_info.py book)
+name=${ZOO:-$book}
+zoo=tspd/zoo/$name
+
+for stage in $stages; do   # every stage checked before any runs
+  case $stage in
+    copy|controllers) ;;
+    notebooks|tables)
+      [ "$name" = "$book" ] || { echo "error: stage $stage is the book's and $name is not the book's model ($book):" \
+        "switch the book first (this script's header) or leave it out (STAGES=\"copy controllers\")" >&2; exit 2; } ;;
+    *)
+      echo "error: unknown stage $stage (copy, controllers, notebooks, tables)" >&2; exit 2 ;;
+  esac
+done
 
 for stage in $stages; do
   start=$(date +%s)
@@ -34,6 +65,13 @@ for stage in $stages; do
       for f in config.json model.safetensors tokenizer.json tokenizer_config.json TRAINING.md; do
         [ -f "$run/$f" ] || { echo "error: $run/$f is missing (is $run a finished train-lm run?)" >&2; exit 2; }
       done
+      task=$(.venv/bin/python scripts/model_info.py task "$run")
+      if [ -f "$zoo/config.json" ] && [ "$(.venv/bin/python scripts/model_info.py task "$zoo")" != "$task" ]; then
+        echo "error: $zoo holds a model of another task than $run's $task: ship it under its own name (ZOO=...)" >&2
+        exit 2
+      fi
+      echo "shipping $run (task $task) as $zoo"
+      mkdir -p "$zoo"
       cp "$run"/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json,TRAINING.md} "$zoo/"
       # evals.json: the record's final sweep, which tests/test_shipped_model.py checks TRAINING.md against
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$zoo/"
@@ -44,11 +82,11 @@ for stage in $stages; do
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$record/"
       if [ -f "$run/probes.json" ]; then cp "$run/probes.json" "$zoo/"; cp "$run/probes.json" "$record/"; fi
       [ -f "$run/train_state.pt" ] && cp "$run/train_state.pt" "$record/"
-      # the README's and the book's sentence on the model's accuracy, from its record (tspd.book.record)
-      .venv/bin/python scripts/model_accuracy.py
+      # the README's and the book's sentence on the book model's accuracy, from its record (tspd.book.record)
+      if [ "$name" = "$book" ]; then .venv/bin/python scripts/model_accuracy.py --model "$name"; fi
       ;;
     controllers)
-      bash scripts/train_controllers.sh 200 "$threads"
+      bash scripts/train_controllers.sh 200 "$threads" "$name"
       ;;
     notebooks)
       for d in results/runs results/variants; do
@@ -65,14 +103,12 @@ for stage in $stages; do
         done
       done
       [ -d results/controller_table ] && mv results/controller_table "results/controller_table.before-$stamp"
-      .venv/bin/python scripts/controller_table.py --n 500 --threads "$threads"
-      .venv/bin/python scripts/cache_agreement.py --n 500 --threads "$threads"
+      .venv/bin/python scripts/controller_table.py --model "$name" --n 500 --threads "$threads"
+      .venv/bin/python scripts/cache_agreement.py --model "$name" --n 500 --threads "$threads"
       # the README's lm-eval example and every number the README and the book's prose state (tspd.book.prose)
-      .venv/bin/python scripts/lmeval_example.py --threads "$threads"
+      .venv/bin/python scripts/lmeval_example.py --model "$name" --threads "$threads"
       .venv/bin/python scripts/fill_records.py
       ;;
-    *)
-      echo "error: unknown stage $stage (copy, controllers, notebooks, tables)" >&2; exit 2 ;;
   esac
   echo "stage $stage: $(( $(date +%s) - start )) s"
 done

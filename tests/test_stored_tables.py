@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from tspd.eval.tasks import arith
 from tspd.eval.experiments import REPO_ROOT, RunConfig, get_model, load_result
+from tspd.eval.tasks.generated import trained_task
 
 RESULTS = REPO_ROOT / "results"
 TABLE = RESULTS / "controller_table"   # the table's runs (tspd.eval.experiments files)
@@ -53,9 +53,10 @@ def test_controller_table_is_the_summary_of_its_runs():
 def test_cache_agreement_rows_are_reproduced():
     agreement = script("cache_agreement")
     rows = {(r["policy"], r["cache"], r["id"]): r for r in stored_rows("cache_agreement")}
-    model = get_model("tiny-arith", "cpu", None)
-    for p in arith.load_split("test", 2):
-        for new in agreement.rows_for(model, p, "fast-dllm", agreement.POLICIES["fast-dllm"]):
+    name = json.loads((RESULTS / "cache_agreement.json").read_text())["model"]   # the model it was measured on
+    model, task = get_model(name, "cpu", None), trained_task(name)
+    for p in task.load_split("test", 2):
+        for new in agreement.rows_for(model, task, p, "fast-dllm", agreement.POLICIES["fast-dllm"]):
             old = rows[(new["policy"], new["cache"], new["id"])]
             assert {k: v for k, v in new.items() if k != "parting"} == {k: v for k, v in old.items() if k != "parting"}
             assert (new["parting"] is None) == (old["parting"] is None)
