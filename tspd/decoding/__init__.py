@@ -13,6 +13,8 @@
   recorder declare they read
 - :mod:`tspd.decoding.schedule`: LLaDA's fixed tokens-per-step schedule
 - :mod:`tspd.decoding.graphs`: the CUDA-graph fast path
+- :mod:`tspd.decoding.torchscript`: a step function under TorchScript on a CPU (CE's), bit for bit the
+  eager one, with the eager fallback (``TSPD_TORCHSCRIPT=0``)
 
 It depends on :mod:`tspd.models` (the forward), :mod:`tspd.validate` and :mod:`tspd.options`, never on
 evaluation, training or the book.

@@ -40,10 +40,12 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 from tspd.decoding.features import StepStats
+from tspd.decoding.torchscript import compiled
 
 SIGNALS = ("logodds", "margin")
 
@@ -81,10 +83,11 @@ class CEConfig:
 # ------------------------------------------------------------------------------------------------
 # Pure functions
 # ------------------------------------------------------------------------------------------------
-def kalman_step(l, v, p00, p01, p11, y, q_level: float, q_vel: float, r: float):
+def kalman_step(l, v, p00, p01, p11, y, q_level, q_vel, r):
     """One predict + update of the constant-velocity filter (Eq. 5), elementwise over any shape.
 
-    P is symmetric and stored as (p00, p01, p11). Returns the filtered (l, v, p00, p01, p11).
+    P is symmetric and stored as (p00, p01, p11). Returns the filtered (l, v, p00, p01, p11). The noises
+    ``q_level``, ``q_vel``, ``r`` are floats or 0-dim tensors (the loop's: :class:`Constants`).
     """
     # predict: x = A x, P = A P A^T + Q
     l = l + v
@@ -104,7 +107,7 @@ def horizon_terms(horizons: torch.Tensor, q_level: float, q_vel: float) -> tuple
     return h, 2 * h, h * h, h * q_level + q_vel * (h - 1) * h * (2 * h - 1) / 6
 
 
-def forecast(l, v, p00, p01, p11, terms: tuple[torch.Tensor, ...]):
+def forecast(l, v, p00, p01, p11, terms: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]):
     """Level mean and variance h steps ahead (Eq. 6) for every horizon: [...] -> [..., H + 1].
 
     ``terms`` = :func:`horizon_terms`; sigma_h^2 = P00 + 2h P01 + h^2 P11 + (Q_h)_00.
@@ -134,18 +137,25 @@ def select_horizon(mean: torch.Tensor, var: torch.Tensor, horizons: torch.Tensor
     Returns (h* [...], LB at h* [...], sigma at h* [...]) with ``horizons`` = 0..H along the last dim.
     """
     h = horizons if horizons.dtype == h_pot.dtype else horizons.to(h_pot.dtype)
-    return pick_horizon(mean, var, h <= h_pot[..., None], z, c_min)
+    index = torch.arange(mean.shape[-1], device=mean.device)
+    return pick_horizon(mean, var, h <= h_pot[..., None], z, logit(c_min), index)
 
 
-def pick_horizon(mean: torch.Tensor, var: torch.Tensor, allowed: torch.Tensor, z: float, c_min: float):
+def logit(c: float) -> float:
+    """log(c / (1 - c)): sigmoid(x) >= c exactly when x >= logit(c)."""
+    return math.log(c / (1 - c))
+
+
+def pick_horizon(mean: torch.Tensor, var: torch.Tensor, allowed: torch.Tensor, z, lb_min, index: torch.Tensor):
     """:func:`select_horizon` given which horizons each position may look at (``allowed`` [..., H + 1],
-    h <= h_pot): (h*, LB at h*, sigma at h*)."""
+    h <= h_pot), ``lb_min`` = logit(c_min) and ``index`` = 0..H (long): (h*, LB at h*, sigma at h*).
+    ``z`` and ``lb_min`` are floats or 0-dim tensors."""
     sigma = var.clamp_min(0).sqrt()
     lb = mean - z * sigma
     # sigmoid(lb) >= c_min  <=>  lb >= logit(c_min); horizon 0 never qualifies (its index is 0 whether or
     # not it passes, and the largest passing index is taken)
-    ok = (lb >= math.log(c_min / (1 - c_min))) & allowed
-    idx = (ok * torch.arange(ok.shape[-1], device=ok.device)).amax(-1, keepdim=True)
+    ok = (lb >= lb_min) & allowed
+    idx = torch.where(ok, index, 0).amax(-1, keepdim=True)
     return idx[..., 0], lb.gather(-1, idx)[..., 0], sigma.gather(-1, idx)[..., 0]
 
 
@@ -162,13 +172,69 @@ def allowed_horizons(block_length: int, H: int, tau: float, device: torch.device
     return torch.arange(H + 1, device=device, dtype=torch.float32) <= h_pot[..., None]
 
 
+class Constants(NamedTuple):
+    """What every step of one CE setting reads and never writes (:func:`constants`). The scalars are
+    0-dim float32 tensors: on a CPU a Python float beside a float32 tensor is converted to a tensor of
+    that dtype at every operation, which costs as much as the operation on a block."""
+    index: torch.Tensor        # [H + 1] long: the horizons 0..H
+    terms: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]   # horizon_terms of 0..H (Eq. 6)
+    prior: torch.Tensor        # [4, 1, 1] a fresh filter's (v, P00, P01, P11)
+    q_level: torch.Tensor
+    q_vel: torch.Tensor
+    r: torch.Tensor
+    z: torch.Tensor
+    lb_min: torch.Tensor       # logit(c_min)
+    neg_u_scale: torch.Tensor  # -u_scale
+    zero: torch.Tensor
+
+
+def constants(config: CEConfig, device) -> Constants:
+    """The :class:`Constants` of ``config`` on ``device``: the same for every ``generate`` call with these
+    settings, so made once (never written to)."""
+    c = config
+    return _constants(c.H, c.q_level, c.q_vel, c.r, c.p_vel0, c.z, c.c_min, c.u_scale, torch.device(device))
+
+
 @functools.lru_cache(maxsize=16)
-def _constants(H: int, q_level: float, q_vel: float, r: float, p_vel0: float, device: torch.device):
-    """The horizons 0..H, their :func:`horizon_terms` and a fresh filter's prior (v, P00, P01, P11) as
-    [4, 1, 1]: the same for every ``generate`` call with these settings, so made once (never written to)."""
+def _constants(H: int, q_level: float, q_vel: float, r: float, p_vel0: float, z: float, c_min: float,
+               u_scale: float, device: torch.device) -> Constants:
+    """:func:`constants` by value (a ``CEConfig`` is mutable, so it is no cache key)."""
     horizons = torch.arange(H + 1, device=device, dtype=torch.float32)
-    prior = torch.tensor([0.0, r, 0.0, p_vel0], device=device)[:, None, None]
-    return horizons, horizon_terms(horizons, q_level, q_vel), prior
+    scalar = functools.partial(torch.tensor, dtype=torch.float32, device=device)
+    return Constants(index=torch.arange(H + 1, device=device), terms=horizon_terms(horizons, q_level, q_vel),
+                     prior=torch.tensor([0.0, r, 0.0, p_vel0], device=device)[:, None, None],
+                     q_level=scalar(q_level), q_vel=scalar(q_vel), r=scalar(r), z=scalar(z),
+                     lb_min=scalar(logit(c_min)), neg_u_scale=scalar(-u_scale), zero=scalar(0.0))
+
+
+def ce_step(state: torch.Tensor, token: torch.Tensor, y: torch.Tensor, x0: torch.Tensor, raw: torch.Tensor,
+            masked: torch.Tensor, allowed: torch.Tensor, consts: Constants, reset_on_flip: bool,
+            uncertainty: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """One CE step over a block (Section 3.3, Eqs. 5-9): the filters of the masked positions take in
+    ``y``, then each position's horizon and look-ahead confidence; returns (conf~, h*, u or None).
+
+    ``state`` [5, B, Lb] (l, v, P00, P01, P11) and ``token`` [B, Lb] are views of the extrapolator's
+    state, updated in place; ``allowed`` [B, Lb, H + 1] is h <= h_pot (Eqs. 7-8); ``raw`` the float
+    confidence of the candidates ``x0``. Tensor operations only, so that TorchScript can run it
+    (:mod:`tspd.decoding.torchscript`).
+    """
+    # a candidate id is never negative, so a changed token also covers "never observed" (-1)
+    fresh = masked & ((x0 != token) if reset_on_flip else (token < 0))
+    l, v, p00, p01, p11 = state.unbind(0)
+    stepped = torch.stack(kalman_step(l, v, p00, p01, p11, y, consts.q_level, consts.q_vel, consts.r))
+    first = torch.cat([y.unsqueeze(0), consts.prior.expand(4, y.shape[0], y.shape[1])])
+    torch.where(masked, stepped, state, out=state)
+    torch.where(fresh, first, state, out=state)
+    torch.where(masked, x0, token, out=token)
+    # always forecast, even when no position may look ahead yet (h* = 0 then): testing for that first
+    # would make every step wait for the device, and the forecast is a [B, Lb, H+1] tensor
+    l, v, p00, p01, p11 = state.unbind(0)
+    mean, var = forecast(l, v, p00, p01, p11, consts.terms)
+    h_star, lb, sigma = pick_horizon(mean, var, allowed, consts.z, consts.lb_min, consts.index)
+    h_star = torch.where(masked, h_star, 0)
+    conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
+    u = torch.where(masked, 1 - torch.exp(sigma / consts.neg_u_scale), consts.zero) if uncertainty else None
+    return conf, h_star, u
 
 
 # ------------------------------------------------------------------------------------------------
@@ -178,17 +244,18 @@ class ConfidenceExtrapolator:
     """Kalman state per generated position; ``update`` is called once per forward by ``generate``.
 
     The state is one tensor holding (l, v, P00, P01, P11) per position, stored channel first
-    ([5, B, L_gen]; ``state`` shows it as [B, L_gen, 5]), so a step is a few dozen tensor operations
-    over the whole block whatever its width (the controller-overhead budget of Section 5.4): the five
-    filters of a position move together, a fresh one starts from its prior in the same select, and the
-    horizons are searched as one [B, Lb, H + 1] tensor. ``token`` remembers each position's top-1 at its
-    last update (-1: never observed).
+    ([5, B, L_gen]; ``state`` shows it as [B, L_gen, 5]), so a step (:func:`ce_step`) is a few dozen
+    tensor operations over the whole block whatever its width (the controller-overhead budget of Section
+    5.4): the five filters of a position move together, a fresh one starts from its prior in the same
+    select, and the horizons are searched as one [B, Lb, H + 1] tensor. On a CPU the step runs under
+    TorchScript (:mod:`tspd.decoding.torchscript`: the same kernels, less Python between them).
+    ``token`` remembers each position's top-1 at its last update (-1: never observed).
     """
 
     def __init__(self, config: CEConfig | None = None, **kwargs):
         self.config = dataclasses.replace(config or CEConfig(), **kwargs)
         self.last_h: torch.Tensor | None = None   # [B, Lb] horizon chosen at the last step (diagnostics)
-        self._slot_index: torch.Tensor | None = None
+        self._rows: torch.Tensor | None = None
 
     @property
     def reads(self) -> frozenset:
@@ -196,10 +263,10 @@ class ConfidenceExtrapolator:
         return frozenset({"logit_gap"}) if self.config.signal == "margin" else frozenset()
 
     def reset(self, batch: int, gen_length: int, device) -> None:
-        c = self.config
         self.channels = torch.zeros(5, batch, gen_length, device=device)
         self.token = torch.full((batch, gen_length), -1, dtype=torch.long, device=device)
-        self.horizons, self.terms, self._prior = _constants(c.H, c.q_level, c.q_vel, c.r, c.p_vel0, torch.device(device))
+        self.consts = constants(self.config, torch.device(device))
+        self.run_step = compiled(ce_step, device)   # TorchScript on a CPU, bit for bit ce_step
 
     # views of the state, for inspection and tests
     state = property(lambda self: self.channels.permute(1, 2, 0))   # [B, L_gen, 5]
@@ -209,11 +276,17 @@ class ConfidenceExtrapolator:
     p01 = property(lambda self: self.channels[3])
     p11 = property(lambda self: self.channels[4])
 
-    def _slots(self, block_length: int) -> torch.Tensor:
-        """0..Lb-1, the block positions (made once per width)."""
-        if self._slot_index is None or self._slot_index.numel() != block_length:
-            self._slot_index = torch.arange(block_length, device=self.channels.device)
-        return self._slot_index
+    def allowed(self, masked: torch.Tensor) -> torch.Tensor:
+        """h <= h_pot (Eqs. 7-8) for each block position [B, Lb, H + 1], looked up in
+        :func:`allowed_horizons` by the position and the count of fixed positions left of it; for a
+        masked position that is the count up to and including it (a fixed one's horizon is never used)."""
+        Lb = masked.shape[1]
+        c = self.config
+        table = allowed_horizons(Lb, c.H, c.tau, masked.device)
+        if self._rows is None or self._rows.numel() != Lb:   # row j of the table, flattened: j (Lb + 1)
+            self._rows = torch.arange(0, Lb * (Lb + 1), Lb + 1, device=masked.device)
+        rows = (~masked).cumsum(-1) + self._rows
+        return table.view(-1, c.H + 1).index_select(0, rows.view(-1)).view(*masked.shape, c.H + 1)
 
     def observe(self, stats: StepStats) -> torch.Tensor:
         """The transformed confidence y = phi(c) of the configured signal."""
@@ -230,31 +303,10 @@ class ConfidenceExtrapolator:
         before this step's commit (the only ones whose filter moves). ``uncertainty`` False skips u
         (returned as None) for a controller that does not read it.
         """
-        c = self.config
         sl = slice(block_start, block_start + masked.shape[1])
-        y = self.observe(stats)
-        state, token = self.channels[:, :, sl], self.token[:, sl]   # views: updated in place
-        # a candidate id is never negative, so a changed token also covers "never observed" (-1)
-        fresh = masked & ((stats.x0 != token) if c.reset_on_flip else (token < 0))
-        stepped = torch.stack(kalman_step(*state.unbind(0), y, c.q_level, c.q_vel, c.r))
-        first = torch.cat([y[None], self._prior.expand(4, *y.shape)])
-        torch.where(masked, stepped, state, out=state)
-        torch.where(fresh, first, state, out=state)
-        torch.where(masked, stats.x0, token, out=token)
-
-        raw = stats.conf.float()
-        # h <= h_pot (Eqs. 7-8) looked up by position and the count of fixed positions left of it; for a
-        # masked position that is the count up to and including it (a fixed one's horizon is never used)
-        Lb = masked.shape[1]
-        allowed = allowed_horizons(Lb, c.H, c.tau, masked.device)[self._slots(Lb), (~masked).cumsum(-1)]
-        # always forecast, even when no position may look ahead yet (h* = 0 then): testing for that
-        # first would make every step wait for the device, and the forecast is a [B, Lb, H+1] tensor
-        mean, var = forecast(*state.unbind(0), self.terms)
-        h_star, lb, sigma = pick_horizon(mean, var, allowed, c.z, c.c_min)
-        h_star = h_star * masked
-        conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
-        u = (1 - torch.exp(sigma / -c.u_scale)) * masked if uncertainty else None
-        self.last_h = h_star
+        conf, self.last_h, u = self.run_step(self.channels[:, :, sl], self.token[:, sl], self.observe(stats), stats.x0,
+                                             stats.conf.float(), masked, self.allowed(masked), self.consts,
+                                             self.config.reset_on_flip, uncertainty)
         return conf.to(stats.conf.dtype), u
 
 
