@@ -8,7 +8,8 @@ and ``python -m tspd eval``. This script runs the three, each in a fresh process
 and the thread count. The README's numbers are written from that file (``tspd.book.prose``,
 ``python scripts/fill_records.py``) and ``tests/test_lmeval_example.py`` decodes the problems again and
 compares. ``--model`` (default: the book's model) is an embedded model trained on a generated task whose
-lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/tasks/``.
+lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/tasks/`` (``arith``: ``tspd_arith``, ``chain``:
+``tspd_chain``).
 
     .venv/bin/python scripts/lmeval_example.py --threads 1
 """
@@ -34,7 +35,7 @@ LIMIT = 50
 
 
 class Example:
-    """What the three commands decode: the model and its task (``arith``), in lm-eval's spellings."""
+    """What the three commands decode: the model and its task (``arith``, ``chain``), in lm-eval's spellings."""
 
     def __init__(self, model: str):
         trained_task(model)   # one line where the model names no generated task

@@ -28,6 +28,7 @@ from tspd.eval.lmeval.adapter import Completion, TSPDLM  # noqa: E402
 from tspd.eval.lmeval.likelihood import greedy_suffix, mc_loglikelihood  # noqa: E402
 from tspd.eval.lmeval.settings import parse_model_args  # noqa: E402
 from tspd.eval.tasks import get_task  # noqa: E402
+from tspd.eval.tasks import chain  # noqa: E402
 from tspd.eval.tasks.arith import load_split  # noqa: E402
 from tspd.validate import UsageError  # noqa: E402
 
@@ -278,10 +279,35 @@ def test_gsm8k_task_prompts_and_grades_as_the_harness():
     assert wrong["exact_match"] == 0.0 and math.isnan(wrong["nfe"])   # another model: no record
 
 
+def test_chain_task_has_the_chain_tasks_problems_prompts_and_grades():
+    """tspd_chain: found by lm-eval, the chain test problems in order, their prompts, the task's stop strings
+    and window, and the chain grade (the reference right, another problem's solution or a cut one wrong)."""
+    manager = task_manager()
+    assert "tspd_chain" in manager.all_tasks
+    task = manager.load(["tspd_chain"])["tasks"]["tspd_chain"]
+    task.build_all_requests(limit=4, rank=0, world_size=1)
+    ours = get_task("chain")
+    samples = ours.samples(4)
+    docs = [dict(d) for d in list(task.test_docs())[:4]]
+    assert docs == samples and len(task.test_docs()) == len(ours.samples())
+    instances = sorted(task.instances, key=lambda i: i.doc_id)
+    assert [i.args[0] for i in instances] == [ours.prompt(s) for s in samples]
+    assert all(i.args[1]["until"] == ours.stop_strings() for i in instances)
+    assert all(i.args[1]["max_gen_toks"] == chain.GEN_LENGTH for i in instances)
+    grades = []
+    for k, (doc, sample) in enumerate(zip(docs, samples)):
+        other = next(s for s in samples if s["final"] != sample["final"])["answer"]
+        for text in (ours.reference_completion(sample), other, sample["answer"].split("####")[0]):
+            got = task.process_results(doc, [Completion(text, {"nfe": 9})])
+            assert got["nfe"] == 9.0
+            grades.append((got["exact_match"], float(ours.grade(sample, text)["correct"])))
+    assert [g for g, _ in grades] == [w for _, w in grades] == [1.0, 0.0, 0.0] * 4
+
+
 def test_task_files_ship_with_the_package():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = data["tool"]["setuptools"]["package-data"]["tspd"]
     files = [p.relative_to(ROOT / "tspd").as_posix() for p in TASKS_DIR.rglob("*") if p.suffix in (".yaml", ".py")]
-    assert len(files) >= 4 and all(any(fnmatch(f, pat) for pat in patterns) for f in files), files
+    assert len(files) >= 6 and all(any(fnmatch(f, pat) for pat in patterns) for f in files), files
     assert "lm-eval" in " ".join(data["project"]["optional-dependencies"]["lmeval"])
     assert "lmeval" in data["project"]["optional-dependencies"]["all"][0]

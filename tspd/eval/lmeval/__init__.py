@@ -8,12 +8,13 @@
   (:mod:`tspd.eval.lmeval.likelihood`), NFE / TPS / the decoding in lm-eval's samples and results.
 - :mod:`tspd.eval.lmeval.cli`: ``python -m tspd.lmeval ...``, lm-eval's own command line with the adapter
   registered and :data:`TASKS_DIR` on the task path (lm-eval 0.4 finds models only in code it has imported).
-- ``tasks/``: ``tspd_arith`` (the embedded model's task, generated locally) and ``tspd_gsm8k`` (local JSONL).
+- ``tasks/``: ``tspd_arith`` and ``tspd_chain`` (the generated tasks ``arith`` and ``chain``, generated
+  locally) and ``tspd_gsm8k`` (local JSONL).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-TASKS_DIR = Path(__file__).resolve().parent / "tasks"   # lm-eval --include_path for tspd_arith, tspd_gsm8k
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"   # lm-eval --include_path for the tspd_* tasks
 
 __all__ = ["TASKS_DIR"]

@@ -15,7 +15,7 @@ Importing this module registers the model (lm-eval 0.4 finds models only in code
 
 What lm-eval's output then holds: every response is a :class:`Completion`, a ``str`` that also carries
 its record (``nfe``, ``seconds``, ``gen_tokens``, batch bookkeeping as the project harness's rows); the
-shipped tasks (``tspd_arith``, ``tspd_gsm8k``) turn it into per-sample metrics ``nfe`` and
+shipped tasks (``tspd_arith``, ``tspd_chain``, ``tspd_gsm8k``) turn it into per-sample metrics ``nfe`` and
 ``tokens_per_second`` beside the accuracy (samples file and results table). For any task,
 ``results["config"]["tspd"]`` (:meth:`TSPDLM.get_model_info`) holds the decoding and the run's NFE, TPF
 and throughput (the harness's definitions: :func:`tspd.eval.results.tpf`, :func:`tspd.eval.results.throughput`).

@@ -2,8 +2,10 @@
 
 Both tasks are offline and grade exactly as the project harness does (:mod:`tspd.eval.tasks`):
 
-- ``tspd_arith``: the 500 held-out problems of :mod:`tspd.eval.tasks.arith`, generated locally (no file to
-  go stale when the task changes); prompt = the question; exact match of the ``#### N`` number.
+- ``tspd_arith`` and ``tspd_chain``: the 500 held-out problems of the generated task
+  (:mod:`tspd.eval.tasks.arith`, :mod:`tspd.eval.tasks.chain`), generated locally (no file to go stale
+  when the task changes); prompt = the question; exact match of the ``#### N`` number. The two differ only
+  in the task module: one pair of functions serves both (:func:`generated_dataset`, :func:`process_generated`).
 - ``tspd_gsm8k``: GSM8K from local JSONL files (``<data_dir>/gsm8k/{test,train}.jsonl``; ``data_dir`` from
   ``--metadata '{"data_dir": ...}'``, else ``$TSPD_DATA_DIR`` or the project's default), lm-eval's 5-shot
   ``Question: ...\\nAnswer:`` format with the first 5 train problems; ``exact_match`` is the flexible
@@ -28,10 +30,20 @@ def _datasets(splits: dict[str, list[dict]]):
     return datasets.DatasetDict({name: datasets.Dataset.from_list(rows) for name, rows in splits.items()})
 
 
+def generated_dataset(name: str):
+    """``{"test": the test split of the generated task name}`` (``id, question, answer, final, template``)."""
+    from tspd.eval.tasks import get_task
+    return _datasets({"test": get_task(name).samples()})
+
+
 def arith_dataset(**metadata):
-    """``{"test": the arith test split}`` (``id, question, answer, final, template``); metadata is ignored."""
-    from tspd.eval.tasks.arith import load_split
-    return _datasets({"test": load_split("test")})
+    """The arith test split (metadata is ignored)."""
+    return generated_dataset("arith")
+
+
+def chain_dataset(**metadata):
+    """The chain test split (metadata is ignored)."""
+    return generated_dataset("chain")
 
 
 def gsm8k_dataset(data_dir: str | None = None, **metadata):
@@ -64,10 +76,19 @@ def _tpf_record(record: dict) -> dict | None:
     return {"gen_tokens": record["gen_tokens"], "nfe": record["nfe"], "tpf": row_tpf(record)}
 
 
-def process_arith(doc: dict, results: list) -> dict:
-    from tspd.eval.tasks.arith import Arith
-    grade = Arith().grade(doc, str(results[0]))
+def process_generated(name: str, doc: dict, results: list) -> dict:
+    """Graded as ``python -m tspd eval --task name`` grades (the final ``#### N``), with the speed records."""
+    from tspd.eval.tasks import get_task
+    grade = get_task(name).grade(doc, str(results[0]))
     return {"exact_match": float(grade["correct"]), **_speed(results[0])}
+
+
+def process_arith(doc: dict, results: list) -> dict:
+    return process_generated("arith", doc, results)
+
+
+def process_chain(doc: dict, results: list) -> dict:
+    return process_generated("chain", doc, results)
 
 
 def process_gsm8k(doc: dict, results: list) -> dict:
