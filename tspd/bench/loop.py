@@ -30,7 +30,7 @@ import torch
 from tspd.bench import run_command
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
-from tspd.models.loading import LoadedModel, load_model
+from tspd.models.loading import DEFAULT_MODEL, LoadedModel, load_model
 from tspd.provenance import device_name, git_revision
 from tspd.validate import CACHE_MODES
 
@@ -39,7 +39,7 @@ TARGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--model", default="tiny-arith", help="checkpoint: a zoo name or a local directory")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="checkpoint: a zoo name or a local directory")
     p.add_argument("--n", type=int, default=20, help="held-out prompts of the checkpoint's own task (batch 1 each)")
     p.add_argument("--gen-length", type=int, default=None, help="generated length (default: the checkpoint's)")
     p.add_argument("--block-length", type=int, default=None, help="block length (default: the checkpoint's)")
