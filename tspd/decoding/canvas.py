@@ -35,10 +35,6 @@ class Canvas:
         s = self.prompt_length + b * block_length
         return s, s + block_length
 
-    def masked(self, s: int, e: int) -> torch.Tensor:
-        """Which positions of ``[s, e)`` still hold MASK."""
-        return self.x[:, s:e] == self.mask_id
-
     @property
     def gen_masked(self) -> torch.Tensor:
         """Which generated positions still hold MASK (the complement of Algorithm 1's F)."""

@@ -151,12 +151,14 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
 
     for b in range(n_blocks):                                  # semi-autoregressive blocks, left to right
         s, e = canvas.block(b, Lb)                             # the block: canvas [s, e), generated [gs, gs + Lb)
-        gs = s - P
-        schedule = BlockSchedule(canvas.masked(s, e).sum(-1), spb) if "quota" in plan.view else None
+        gs, block = s - P, canvas.x[:, s:e]                    # (a view of the canvas: commits write through it)
+        schedule = BlockSchedule((block == special.mask).sum(-1), spb) if "quota" in plan.view else None
         controller.start_block(b)
         end = BlockEnd(controller, b, spb, Lb)
+        fixed = dict(total_steps=cfg.steps, block=b, num_blocks=n_blocks, block_start=gs, steps_per_block=spb,
+                     eos_id=special.eos, mask_id=special.mask, **history.around(gs))   # the block's view fields
         for i in itertools.count():                            # until the block has no MASK (if sum F = L: break)
-            masked = canvas.masked(s, e)
+            masked = block == special.mask
             if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
                 break
             w0, w1, g0 = forward.window(s, e, first=i == 0)
@@ -172,14 +174,14 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
                 conf, u = extrapolator.update(gs, blk, masked, uncertainty="u" in plan.view)
                 clock.lap("ce")
             view = StepView(
-                step=i, global_step=counts.nfe, total_steps=cfg.steps, block=b, num_blocks=n_blocks, block_start=gs,
-                steps_per_block=spb, x0=blk.x0, conf=conf, raw_conf=blk.conf, entropy=blk.entropy, margin=blk.margin,
-                logit_gap=blk.logit_gap, masked=masked, **(schedule.at(i) if schedule else NO_SCHEDULE), eos_id=special.eos, mask_id=special.mask, **history.around(gs),
-                **read_on_demand(plan.view, logits[:, s - g0:e - g0], conf_dtype, u, conf, canvas))
+                step=i, global_step=counts.nfe, x0=blk.x0, conf=conf, raw_conf=blk.conf, entropy=blk.entropy,
+                margin=blk.margin, logit_gap=blk.logit_gap, masked=masked, **fixed,
+                **(schedule.at(i) if schedule else NO_SCHEDULE),
+                **read_on_demand(plan.view, logits, slice(s - g0, e - g0), conf_dtype, u, conf, canvas))
             clock.lap("statistics")
             decision = controller.decide(view)                 # A <- TSPD(r^, pos, F): which tokens to fix
             clock.lap("controller")
-            committed = commit(canvas, s, e, view, decision, controller.force_progress, track=recorder is not None)
+            committed = commit(canvas, block, view, decision, controller.force_progress, track=recorder is not None)
             clock.lap("commit")                                # X <- commit(X, p, A)
             counts.step(b, masked)
             if recorder is not None:
@@ -239,19 +241,20 @@ def _extrapolator(cfg: DecodeConfig):
     return ConfidenceExtrapolator(CEConfig(**cfg.ce_kwargs))
 
 
-def read_on_demand(reads: frozenset, logits: torch.Tensor, dtype: torch.dtype, u: torch.Tensor | None,
+def read_on_demand(reads: frozenset, logits: torch.Tensor, rows: slice, dtype: torch.dtype, u: torch.Tensor | None,
                    conf: torch.Tensor, canvas: Canvas) -> dict:
-    """The view fields made only for a controller that ``reads`` them: the block's ``logits`` in the
-    confidence dtype, ``u`` without CE (zeros) and the generated region's mask."""
-    return dict(logits=logits.to(dtype) if "logits" in reads else None,
+    """The view fields made only for a controller that ``reads`` them: the block's ``logits`` (the window's
+    ``rows``) in the confidence dtype, ``u`` without CE (zeros) and the generated region's mask."""
+    return dict(logits=logits[:, rows].to(dtype) if "logits" in reads else None,
                 u=torch.zeros_like(conf) if u is None and "u" in reads else u,
                 canvas_masked=canvas.gen_masked if "canvas_masked" in reads else None)
 
 
-def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, force_progress: bool,
+def commit(canvas: Canvas, block: torch.Tensor, view: StepView, decision: Decision, force_progress: bool,
            track: bool = True) -> torch.Tensor | None:
-    """Write a decision into the canvas in place (Algorithm 1: ``X <- commit(X, p, A)``); returns the
-    [B, L_gen] mask of new commits (the growth of F), or None when not ``track``-ed.
+    """Write a decision into the canvas in place (Algorithm 1: ``X <- commit(X, p, A)``) through ``block``,
+    the current block's view of the canvas; returns the [B, L_gen] mask of new commits (the growth of F),
+    or None when not ``track``-ed.
 
     Invariants: only still-masked positions change; outside the current block only through the
     controller's explicit ``finish`` (Prophet) or ``eos_at`` (End-of-Text Prediction) requests.
@@ -265,7 +268,6 @@ def commit(canvas: Canvas, s: int, e: int, view: StepView, decision: Decision, f
         chosen = chosen | (top_one(view.conf, masked) & ~chosen.any(-1, keepdim=True))
     tokens = decision.tokens if decision.tokens is not None else view.x0
     before = x[:, P:] == mask_id if track else None
-    block = x[:, s:e]
     torch.where(chosen, tokens, block, out=block)
     if decision.finish is not None:
         gen = x[:, P:]

@@ -56,11 +56,11 @@ class StepPlan:
               generator: torch.Generator | None = None) -> tuple[StepStats | None, StepStats]:
         """(window statistics or None, block statistics) of a window's logits [B, W, V]; the block is
         rows ``[lo, hi)``. Only the block's rows are read unless the window's statistics are asked for."""
-        logits = logits.to(dtype)
+        logits = logits if logits.dtype == dtype else logits.to(dtype)
         x0 = gumbel_argmax(logits, temperature, generator) if self.sampled else None
         greedy = not self.sampled
         if not self.window:
-            rows = logits[:, lo:hi]
+            rows = logits if lo == 0 and hi == logits.shape[1] else logits[:, lo:hi]   # dual cache: the block
             sampled = None if x0 is None else x0[:, lo:hi]
             return None, StepStats(**softmax_stats(rows, torch.log_softmax(rows, -1), sampled, self.block, greedy))
         logp = torch.log_softmax(logits, -1)

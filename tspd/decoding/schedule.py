@@ -19,17 +19,22 @@ def num_transfer_tokens(n_masked: torch.Tensor, steps: int) -> torch.Tensor:
 class BlockSchedule:
     """One block's schedule (:func:`num_transfer_tokens`) as a step's view shows it: ``quota`` [B], the
     tokens each row commits, and ``uniform_quota``, their count when every row has the same, read on the
-    host once per block (so a step need not wait for the device to take the sort-free path for 1)."""
+    host once per block (so a step need not wait for the device to take the sort-free path for 1).
+    Every step's pair is made with the schedule, once per block, not by the step."""
 
     def __init__(self, n_masked: torch.Tensor, steps: int):
         self.quota = num_transfer_tokens(n_masked, steps)
-        self.uniform = [row[0] if len(set(row)) == 1 else None for row in self.quota.T.tolist()]
+        uniform = [row[0] if len(set(row)) == 1 else None for row in self.quota.T.tolist()]
+        self.steps = [dict(quota=q, uniform_quota=u) for q, u in zip(self.quota.unbind(1), uniform)]
+        self.past = None    # the view past the schedule's last step (made when a step gets there)
 
     def at(self, step: int) -> dict:
         """``quota`` and ``uniform_quota`` of step ``step``: 0 past the schedule's last step."""
-        if step < len(self.uniform):
-            return dict(quota=self.quota[:, step], uniform_quota=self.uniform[step])
-        return dict(quota=torch.zeros_like(self.quota[:, 0]), uniform_quota=0)
+        if step < len(self.steps):
+            return self.steps[step]
+        if self.past is None:
+            self.past = dict(quota=torch.zeros_like(self.quota[:, 0]), uniform_quota=0)
+        return self.past
 
 
 NO_SCHEDULE = dict(quota=None, uniform_quota=None)   # the view of a controller that reads no schedule

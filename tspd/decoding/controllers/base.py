@@ -96,10 +96,21 @@ def slots(width: int, device: torch.device) -> torch.Tensor:
     return torch.arange(width, device=device)
 
 
+@functools.lru_cache(maxsize=16)
+def _minus_inf(device: torch.device) -> torch.Tensor:
+    return torch.tensor(float("-inf"), device=device)
+
+
+def valid_scores(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``score`` where ``valid``, -inf elsewhere (in ``score``'s dtype): one operation, with a -inf made
+    once per device rather than a scalar tensor made by every call."""
+    return torch.where(valid, score, _minus_inf(valid.device))
+
+
 def top_one(score: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """The entry :func:`rank_in_row` ranks 0, as a bool mask [B, L]: each row's highest-scoring valid entry,
     the first on ties (none in a row without valid entries). Four operations instead of a sort."""
-    best = torch.where(valid, score, float("-inf")).argmax(-1, keepdim=True)
+    best = valid_scores(score, valid).argmax(-1, keepdim=True)
     return (slots(valid.shape[-1], valid.device) == best) & valid
 
 

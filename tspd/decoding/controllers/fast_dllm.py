@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, slots
+from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, valid_scores
 
 
 class FastDLLM(Controller):
@@ -28,9 +28,9 @@ class FastDLLM(Controller):
 
     def decide(self, view: StepView) -> Decision:
         if self.factor is None:   # every masked position at the threshold, and the most confident one
-            best = torch.where(view.masked, view.conf, float("-inf"))
-            top = slots(best.shape[-1], best.device) == best.argmax(-1, keepdim=True)   # rank 0 of rank_in_row
-            return Decision(commit=view.masked & ((best >= self.threshold) | top))
+            best = valid_scores(view.conf, view.masked)   # -inf: never at the threshold
+            chosen = (best >= self.threshold).scatter_(-1, best.argmax(-1, keepdim=True), True)   # + rank 0
+            return Decision(commit=view.masked & chosen)
         rank = rank_in_row(view.conf, view.masked)
         n_masked = view.masked.sum(-1, keepdim=True)
         sorted_conf = view.conf.masked_fill(~view.masked, float("-inf")).sort(-1, descending=True).values
