@@ -360,6 +360,33 @@ def test_long_window_batches_are_seeded_and_hold_fewer_problems(tokenizer):
         a.close(), b.close()
 
 
+def test_mix_tasks_parse_and_refuse_what_cannot_mix():
+    from tspd.training.lm.config import mixes
+    assert mixes(LMTrainConfig(out="", task="chain", mix_tasks="arith:0.3")) == [("arith", 0.3)]
+    for bad, says in (("arith", "not TASK:SHARE"), ("chain:0.2", "other than"), ("gsm9k:0.2", "known"),
+                      ("arith:1.0", "share")):
+        with pytest.raises(ValueError, match=says):
+            LMTrainConfig(out="", task="chain", mix_tasks=bad)
+
+
+def test_mixed_batches_take_their_task_and_window_and_resume_alike(tokenizer):
+    from tspd.eval.tasks import chain
+    from tspd.training.lm.data import BatchStream
+    cfg = LMTrainConfig(out="", task="chain", batch_size=4, gen_length=256, mix_tasks="arith:0.4")
+    a, b = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg, skip_batches=7)
+    try:
+        first = [next(a) for _ in range(30)]
+        later = [next(b) for _ in range(23)]
+        widths = [x.input_ids.shape[1] - x.prompt_width for x in first]
+        assert set(widths) == {arith.GEN_LENGTH, chain.GEN_LENGTH}
+        assert 0.2 < widths.count(arith.GEN_LENGTH) / len(widths) < 0.6
+        text = tokenizer.decode(next(x for x, w in zip(first, widths) if w == arith.GEN_LENGTH).input_ids[0])
+        assert "*" in text or "+" in text or "-" in text or "/" in text
+        assert all(torch.equal(x.input_ids, y.input_ids) for x, y in zip(first[7:], later))   # both streams resume
+    finally:
+        a.close(), b.close()
+
+
 def test_chain_training_refuses_arith_only_options(tmp_path):
     with pytest.raises(ValueError, match="chain task has no reordered"):
         train(LMTrainConfig(out=str(tmp_path / "x"), task="chain", swap_frac=0.3, max_steps=1), log=lambda s: None)

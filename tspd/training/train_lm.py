@@ -164,7 +164,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     device = next(net.parameters()).device
     masking = Masking(cfg.masking, cfg.mask_mix, cfg.block_length)
     # fixed windows give few shapes: compile each once rather than a slower dynamic-shape graph
-    step_fn = torch.compile(net, dynamic=False if cfg.long_windows else None) if cfg.compile else net
+    step_fn = torch.compile(net, dynamic=False if cfg.long_windows or cfg.mix_tasks else None) if cfg.compile else net
     stream, logs = BatchStream(run.model.tokenizer, cfg, skip_batches=run.step), Logs(out, cfg.resume)
     t_start = time.time() - info["train_seconds"]     # training time so far (evaluations excluded)
     last_save = last_log = time.time()

@@ -26,6 +26,7 @@ class LMTrainConfig:
     gen_length: int | None = None  # answer region = the inference window (None: the task's own: arith 64, chain 256)
     block_length: int | None = None  # semi-AR block of evaluation and block masking (None: the task's own, 32)
     long_windows: str = ""         # share of batches in longer windows, e.g. 512:0.15,1024:0.05 (answers EOS-filled)
+    mix_tasks: str = ""            # other tasks' share of batches at their own windows, e.g. arith:0.3 (an easy task's skills)
     tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
     masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
@@ -67,6 +68,7 @@ class LMTrainConfig:
         if self.block_length is None:
             self.block_length = task.BLOCK_LENGTH
         windows(self)          # a malformed --long-windows fails here, before anything runs
+        mixes(self)            # so does a malformed --mix-tasks
 
 
 def windows(cfg: "LMTrainConfig") -> list[tuple[int, float]]:
@@ -84,6 +86,24 @@ def windows(cfg: "LMTrainConfig") -> list[tuple[int, float]]:
                              f"{cfg.block_length}, and a share in (0, 1)")
     if sum(s for _, s in out) >= 1:
         raise ValueError("--long-windows: the shares must leave some batches at --gen-length")
+    return out
+
+
+def mixes(cfg: "LMTrainConfig") -> list[tuple[str, float]]:
+    """``--mix-tasks`` as ``[(task, share)]``: other generated tasks, shares < 1 in all (the rest is ``--task``)."""
+    out = []
+    for part in filter(None, cfg.mix_tasks.replace(" ", "").split(",")):
+        try:
+            name, share = part.split(":")
+            out.append((name, float(share)))
+        except ValueError:
+            raise ValueError(f"--mix-tasks: {part!r} is not TASK:SHARE (e.g. arith:0.3)") from None
+    for name, share in out:
+        if name not in GENERATED or name == cfg.task or not 0 < share < 1:
+            raise ValueError(f"--mix-tasks: {name}:{share} needs a generated task other than {cfg.task!r} "
+                             f"(known: {', '.join(GENERATED)}) and a share in (0, 1)")
+    if sum(s for _, s in out) >= 1:
+        raise ValueError("--mix-tasks: the shares must leave some batches to --task")
     return out
 
 

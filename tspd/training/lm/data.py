@@ -18,7 +18,7 @@ from tspd.eval.tasks import arith
 from tspd.eval.tasks.generated import generated_task
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer
-from tspd.training.lm.config import LMTrainConfig, windows
+from tspd.training.lm.config import LMTrainConfig, mixes, windows
 
 
 def make_tokenizer(cfg: LMTrainConfig, out: Path):
@@ -34,7 +34,8 @@ def make_tokenizer(cfg: LMTrainConfig, out: Path):
         return tokenizer
     if cfg.tokenizer == "char":
         return build_tokenizer(out)
-    return train_tokenizer(task_texts(task=generated_task(cfg.task)), out)
+    texts = [t for name in [cfg.task] + [m for m, _ in mixes(cfg)] for t in task_texts(task=generated_task(name))]
+    return train_tokenizer(texts, out)
 
 
 def task_texts(n: int = 20000, seed: str = "tokenizer", task=arith) -> list[str]:
@@ -102,19 +103,22 @@ def make_batch(tokenizer, problems: list[dict], gen_length: int, prompt_multiple
 class BatchStream:
     """Training batches from the task's ``iter_train``, built ahead in a background thread.
 
-    With ``--long-windows`` a batch's window is drawn from a generator seeded by its index (a resumed run
-    draws the same), and a longer window's batch holds proportionally fewer problems (about the same
-    positions a step); every batch draws ``batch_size`` problems from the stream all the same, so the
-    stream's position stays ``index * batch_size``.
+    With ``--mix-tasks`` a batch's task is drawn from a generator seeded by its index, and a batch of another
+    task holds its problems at that task's own window. With ``--long-windows`` a ``--task`` batch's window
+    is drawn likewise, and a longer window's batch holds proportionally fewer problems (about the same
+    positions a step); every batch draws ``batch_size`` problems from its task's stream all the same, so a
+    resumed run finds each stream's position by replaying the draws of the batches before it.
     """
 
     def __init__(self, tokenizer, cfg: LMTrainConfig, prefetch: int = 4, skip_batches: int = 0):
         self.tokenizer, self.cfg = tokenizer, cfg
         self.task = generated_task(cfg.task)
-        self.windows = windows(cfg)
-        self.problems = self.task.iter_train(cfg.seed)
-        for _ in range(skip_batches * cfg.batch_size):   # a resumed run continues the same stream
-            next(self.problems)
+        self.windows, self.mixes = windows(cfg), mixes(cfg)
+        self.problems = {name: generated_task(name).iter_train(cfg.seed) for name in [cfg.task] + [m for m, _ in self.mixes]}
+        for index in range(skip_batches):                # a resumed run continues the same streams
+            stream = self.problems[self._task_of(index)]
+            for _ in range(cfg.batch_size):
+                next(stream)
         self.index = skip_batches
         self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
         self.stop = threading.Event()
@@ -124,7 +128,13 @@ class BatchStream:
     def _fill(self) -> None:
         try:
             while not self.stop.is_set():
-                chunk = [next(self.problems) for _ in range(self.cfg.batch_size)]
+                name = self._task_of(self.index)
+                task = generated_task(name)
+                chunk = [next(self.problems[name]) for _ in range(self.cfg.batch_size)]
+                if name != self.cfg.task:                # another task's batch: its own window, as it comes
+                    self.index += 1
+                    self._put(self._pinned(make_batch(self.tokenizer, chunk, task.GEN_LENGTH, self.cfg.prompt_multiple)))
+                    continue
                 if self.cfg.alter_frac:   # the same alterations after a resume: seeded by the batch's index
                     rng = random.Random(f"alter-{self.cfg.seed}-{self.index}")
                     chunk = [(rng.random() < self.cfg.alter_frac and self.task.altered(p, rng, self._partial(rng))) or p
@@ -135,23 +145,32 @@ class BatchStream:
                 window = self._window()
                 self.index += 1
                 chunk = chunk[:max(1, len(chunk) * self.cfg.gen_length // window)]
-                batch = make_batch(self.tokenizer, chunk, window, self.cfg.prompt_multiple)
-                if torch.cuda.is_available() and self.cfg.device == "cuda":
-                    batch = batch.pin_memory()
-                self._put(batch)
+                self._put(self._pinned(make_batch(self.tokenizer, chunk, window, self.cfg.prompt_multiple)))
         except BaseException as e:   # hand the error to the training loop instead of leaving it waiting
             self._put(e)
 
+    def _pinned(self, batch: Batch) -> Batch:
+        return batch.pin_memory() if torch.cuda.is_available() and self.cfg.device == "cuda" else batch
+
+    def _task_of(self, index: int) -> str:
+        """Batch ``index``'s task: ``--task``, or one of ``--mix-tasks`` with its share."""
+        return self._draw("mix", index, self.mixes, self.cfg.task)
+
+    def _draw(self, what: str, index: int, choices: list, default):
+        """One of ``choices`` ``[(value, share)]`` with its share, else ``default``, seeded by the batch's index
+        (no draw without choices, so older runs resume alike)."""
+        if not choices:
+            return default
+        u = random.Random(f"{what}-{self.cfg.seed}-{index}").random()
+        for value, share in choices:
+            if u < share:
+                return value
+            u -= share
+        return default
+
     def _window(self) -> int:
         """This batch's answer window: ``gen_length``, or a longer one with its ``--long-windows`` share."""
-        if not self.windows:
-            return self.cfg.gen_length
-        u = random.Random(f"window-{self.cfg.seed}-{self.index}").random()
-        for w, share in self.windows:
-            if u < share:
-                return w
-            u -= share
-        return self.cfg.gen_length
+        return self._draw("window", self.index, self.windows, self.cfg.gen_length)
 
     def _partial(self, rng: random.Random) -> bool:
         """Whether an altered problem takes any value (``alter_any``); no draw when 0, so older runs resume alike."""
