@@ -68,9 +68,11 @@ def prompt_ids(model, prompts, tokenizer, add_special_tokens: bool) -> tuple[tor
 
 def fit(ids, pmask, gen_length: int, limit: int | None, truncate: bool):
     """Prompts that fit the model's positions with the window; with ``truncate``, keep their last tokens."""
+    if limit is None or ids.shape[1] + gen_length <= limit:      # no prompt is longer than the padded width
+        return ids, pmask, [False] * len(ids)
     lengths = pmask.sum(-1)
     longest = int(lengths.max())
-    if limit is None or longest + gen_length <= limit:
+    if longest + gen_length <= limit:
         return ids, pmask, [False] * len(ids)
     if not truncate:
         check_fits(longest, gen_length, limit)

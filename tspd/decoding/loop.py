@@ -77,12 +77,12 @@ class Generation:
         return self.token_ids.numel() / max(self.seconds, 1e-12)
 
 
-def decode_texts(tokenizer, token_ids: torch.Tensor, stop_ids: list[int]) -> list[str]:
-    """Decode each row up to its first stop id (EOS / EoT), skipping special tokens."""
+def decode_texts(tokenizer, token_ids: torch.Tensor | list[list[int]], stop_ids: list[int]) -> list[str]:
+    """Decode each row (a tensor's or lists of ids) up to its first stop id (EOS / EoT), skipping special tokens."""
     if tokenizer is None:
         return []
     out = []
-    for row in token_ids.tolist():
+    for row in (token_ids.tolist() if isinstance(token_ids, torch.Tensor) else token_ids):
         cut = next((i for i, t in enumerate(row) if t in stop_ids), len(row))
         out.append(tokenizer.decode(row[:cut], skip_special_tokens=True))
     return out
@@ -105,13 +105,16 @@ class StepCounts:
         self.masked.append(masked)
         self.block.append(block)
 
-    def blocks(self) -> torch.Tensor:
-        """[B, num_blocks] forwards each row was active in (had masks left in the block), per block."""
-        out = torch.zeros(self.shape, dtype=torch.long, device=self.device)
+    def blocks(self) -> list[list[int]]:
+        """[B][num_blocks] forwards each row was active in (had masks left in the block), per block: counted
+        on the host from one copy of every step's [B] activity (a few operations per call, not per step)."""
+        num_blocks, batch = self.shape
+        out = [[0] * num_blocks for _ in range(batch)]
         if self.masked:
-            active = torch.stack(self.masked).any(-1).long()
-            out.index_add_(0, torch.tensor(self.block, device=self.device), active)
-        return out.T
+            for block, active in zip(self.block, torch.stack(self.masked).any(-1).tolist()):
+                for row, a in zip(out, active):
+                    row[block] += a
+        return out
 
 
 @torch.no_grad()
@@ -188,13 +191,13 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
                 recorder.record(b, g0 - P, w1 - P, win, gs, conf, committed, canvas.gen_masked)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    gen, steps = canvas.gen.cpu(), counts.blocks().cpu()
-    return Generation(token_ids=gen, texts=decode_texts(tokenizer or model.tokenizer, gen, special.stop_ids()),
-                      nfe=counts.nfe, nfe_per_sample=steps.sum(-1).tolist(), seconds=time.perf_counter() - t0,
+    gen, steps = canvas.gen.cpu(), counts.blocks()
+    rows, not_answer = gen.tolist(), {*special.stop_ids(), special.pad, special.mask}
+    return Generation(token_ids=gen, texts=decode_texts(tokenizer or model.tokenizer, rows, special.stop_ids()),
+                      nfe=counts.nfe, nfe_per_sample=[sum(row) for row in steps], seconds=time.perf_counter() - t0,
                       prompt_length=P, trace=recorder.trace() if recorder else None,
-                      steps_per_block=steps.tolist(), truncated=canvas.truncated,
-                      answer_tokens=(~torch.isin(gen, torch.tensor([*special.stop_ids(), special.pad, special.mask]))).sum(-1).tolist(),
-                      **clock.seconds())
+                      steps_per_block=steps, truncated=canvas.truncated,
+                      answer_tokens=[sum(t not in not_answer for t in row) for row in rows], **clock.seconds())
 
 
 def _loaded(model) -> LoadedModel:
@@ -263,7 +266,7 @@ def commit(canvas: Canvas, block: torch.Tensor, view: StepView, decision: Decisi
     x, P, mask_id = canvas.x, canvas.prompt_length, canvas.mask_id
     L_gen = x.shape[1] - P
     masked = view.masked
-    chosen = decision.commit & masked
+    chosen = decision.commit if decision.within_masked else decision.commit & masked
     if force_progress:   # a row that chose nothing takes its most confident masked position
         chosen = chosen | (top_one(view.conf, masked) & ~chosen.any(-1, keepdim=True))
     tokens = decision.tokens if decision.tokens is not None else view.x0

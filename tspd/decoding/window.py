@@ -18,6 +18,8 @@ class WindowForward:
 
     def __init__(self, model, canvas: Canvas, cache: str, fast: bool):
         self.model, self.canvas, self.cache = model, canvas, cache
+        self.vocab_size = model.config.vocab_size
+        self.views: dict[tuple[int, int], tuple] = {}   # (w0, w1) -> the canvas' ids and positions there
         B, T = canvas.x.shape
         self.runner = self.kv = None
         if fast:
@@ -43,9 +45,18 @@ class WindowForward:
         if self.runner is not None:
             logits = self.runner(c.x, w0, w1, g0 - w0)
         else:
-            logits = self.model(c.x[:, w0:w1], attention_mask=c.attn, position_ids=c.pos[:, w0:w1], cache=self.kv,
-                                offset=w0, logits_from=g0 - w0)
-        return candidates_only(logits, self.model.config.vocab_size, c.mask_id)
+            ids, pos = self.window_views(w0, w1)
+            logits = self.model(ids, attention_mask=c.attn, position_ids=pos, cache=self.kv, offset=w0,
+                                logits_from=g0 - w0)
+        return candidates_only(logits, self.vocab_size, c.mask_id)
+
+    def window_views(self, w0: int, w1: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The canvas ids and RoPE positions of window ``[w0, w1)``: views, made once per window (a block's
+        window recurs at each of its steps; commits write the canvas in place, so a view stays current)."""
+        views = self.views.get((w0, w1))
+        if views is None:
+            views = self.views[(w0, w1)] = self.canvas.x[:, w0:w1], self.canvas.pos[:, w0:w1]
+        return views
 
 
 def candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torch.Tensor:
@@ -57,7 +68,7 @@ def candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torc
     if logits.shape[-1] > vocab_size:
         logits = logits[..., :vocab_size]
     if mask_id < vocab_size:
-        logits[..., mask_id] = float("-inf")
+        logits.select(-1, mask_id).fill_(float("-inf"))   # (indexing would first make a tensor of the -inf)
     return logits
 
 

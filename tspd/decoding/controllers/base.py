@@ -59,6 +59,8 @@ class Decision:
     finish: torch.Tensor | None = None     # [B] bool: fill every remaining mask with canvas_x0 (Prophet)
     eos_at: torch.Tensor | None = None     # [B] long generated-region index of a predicted EOS, -1 for none:
                                            # every later position becomes EOS (Learn2PD's End-of-Text Prediction)
+    within_masked: bool = False            # the controller's promise that ``commit`` is only masked positions
+                                           # (the loop then need not intersect it with them)
 
 
 class Controller:

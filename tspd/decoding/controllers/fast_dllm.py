@@ -30,7 +30,7 @@ class FastDLLM(Controller):
         if self.factor is None:   # every masked position at the threshold, and the most confident one
             best = valid_scores(view.conf, view.masked)   # -inf: never at the threshold
             chosen = (best >= self.threshold).scatter_(-1, best.argmax(-1, keepdim=True), True)   # + rank 0
-            return Decision(commit=view.masked & chosen)
+            return Decision(commit=view.masked & chosen, within_masked=True)
         rank = rank_in_row(view.conf, view.masked)
         n_masked = view.masked.sum(-1, keepdim=True)
         sorted_conf = view.conf.masked_fill(~view.masked, float("-inf")).sort(-1, descending=True).values
@@ -39,4 +39,4 @@ class FastDLLM(Controller):
         passes &= n <= n_masked
         count = passes.long().cumprod(-1).sum(-1, keepdim=True)
         count = torch.where(count == n_masked - 1, n_masked, count)   # reference quirk, see docstring
-        return Decision(commit=view.masked & (rank < count))
+        return Decision(commit=view.masked & (rank < count), within_masked=True)

@@ -16,4 +16,4 @@ class Vanilla(Controller):
     force_progress = False   # the schedule decides; trailing steps may commit nothing when steps > n
 
     def decide(self, view: StepView) -> Decision:
-        return Decision(commit=top_k_mask(view.conf, view.masked, view.quota, view.uniform_quota))
+        return Decision(commit=top_k_mask(view.conf, view.masked, view.quota, view.uniform_quota), within_masked=True)
