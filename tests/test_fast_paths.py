@@ -12,7 +12,7 @@ from tspd.decoding.controllers.fast_dllm import FastDLLM
 from tspd.decoding.controllers.gate_step import GateStep
 from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet, build_tspd_net, features_without
 from tspd.decoding.controllers.weights import load_net, save_controller
-from tspd.decoding.extrapolate import CEConfig, ConfidenceExtrapolator, allowed_horizons, ce_step, left_coverage
+from tspd.decoding.extrapolate import CEConfig, ConfidenceExtrapolator, allowed_horizons, ce_step, ce_update, left_coverage
 from tspd.decoding.features import StepStats
 from tspd.decoding.loop import generate
 from tspd.decoding.schedule import BlockSchedule
@@ -101,7 +101,7 @@ def test_ce_under_torchscript_is_the_eager_step_bit_for_bit(settings, monkeypatc
     monkeypatch.setenv(ENV, "1")
     scripted = ConfidenceExtrapolator(CEConfig(**settings))
     scripted.reset(2, 64, "cpu")
-    assert eager.run_step is ce_step and isinstance(scripted.run_step, torch.jit.ScriptFunction)
+    assert eager.run_step is ce_update and isinstance(scripted.run_step, torch.jit.ScriptFunction)
     for k, (start, stats, masked) in enumerate(random_block_steps(300, 2, 16, 64, seed=len(settings))):
         (c1, u1), (c2, u2) = (ext.update(start, stats, masked, uncertainty=k % 4 > 0) for ext in (eager, scripted))
         assert torch.equal(c1, c2) and (u1 is u2 is None or torch.equal(u1, u2)), k

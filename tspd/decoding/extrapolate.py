@@ -112,9 +112,14 @@ def forecast(l, v, p00, p01, p11, terms: tuple[torch.Tensor, torch.Tensor, torch
 
     ``terms`` = :func:`horizon_terms`; sigma_h^2 = P00 + 2h P01 + h^2 P11 + (Q_h)_00.
     """
+    return forecast_columns(l[..., None], v[..., None], p00[..., None], p01[..., None], p11[..., None], terms)
+
+
+def forecast_columns(l, v, p00, p01, p11, terms: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]):
+    """:func:`forecast` of a state whose channels already end in a horizon axis of 1: [..., 1] -> [..., H + 1]."""
     h, h2, hh, q_h = terms
-    mean = torch.addcmul(l[..., None], h, v[..., None])
-    var = torch.addcmul(torch.addcmul(p00[..., None] + q_h, h2, p01[..., None]), hh, p11[..., None])
+    mean = torch.addcmul(l, h, v)
+    var = torch.addcmul(torch.addcmul(p00 + q_h, h2, p01), hh, p11)
     return mean, var
 
 
@@ -222,19 +227,42 @@ def ce_step(state: torch.Tensor, token: torch.Tensor, y: torch.Tensor, x0: torch
     fresh = masked & ((x0 != token) if reset_on_flip else (token < 0))
     l, v, p00, p01, p11 = state.unbind(0)
     stepped = torch.stack(kalman_step(l, v, p00, p01, p11, y, consts.q_level, consts.q_vel, consts.r))
-    first = torch.cat([y.unsqueeze(0), consts.prior.expand(4, y.shape[0], y.shape[1])])
     torch.where(masked, stepped, state, out=state)
-    torch.where(fresh, first, state, out=state)
+    level, rest = state[0], state[1:]                  # a fresh filter: y, then the prior (v, P00, P01, P11)
+    torch.where(fresh, y, level, out=level)
+    torch.where(fresh, consts.prior, rest, out=rest)
     torch.where(masked, x0, token, out=token)
     # always forecast, even when no position may look ahead yet (h* = 0 then): testing for that first
     # would make every step wait for the device, and the forecast is a [B, Lb, H+1] tensor
-    l, v, p00, p01, p11 = state.unbind(0)
-    mean, var = forecast(l, v, p00, p01, p11, consts.terms)
+    l, v, p00, p01, p11 = state.unsqueeze(-1).unbind(0)
+    mean, var = forecast_columns(l, v, p00, p01, p11, consts.terms)
     h_star, lb, sigma = pick_horizon(mean, var, allowed, consts.z, consts.lb_min, consts.index)
     h_star = torch.where(masked, h_star, 0)
     conf = torch.where(h_star > 0, torch.maximum(raw, torch.sigmoid(lb)), raw)
     u = torch.where(masked, 1 - torch.exp(sigma / consts.neg_u_scale), consts.zero) if uncertainty else None
     return conf, h_star, u
+
+
+def log_odds(conf: torch.Tensor, eps: float) -> torch.Tensor:
+    """y = log(c / (1 - c)) of float confidences clamped to [eps, 1 - eps] (Section 3.3's signal)."""
+    p = conf.clamp(eps, 1 - eps)
+    return torch.log(p) - torch.log1p(-p)
+
+
+def ce_update(channels: torch.Tensor, tokens: torch.Tensor, start: int, conf: torch.Tensor, gap: torch.Tensor | None,
+              x0: torch.Tensor, masked: torch.Tensor, table: torch.Tensor, offsets: torch.Tensor, consts: Constants,
+              eps: float, reset_on_flip: bool, uncertainty: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """:func:`ce_step` on the block at ``start`` of the whole state (``channels`` [5, B, L_gen], ``tokens``
+    [B, L_gen]), with its inputs made here: the signal y (the log-odds of ``conf``, or the logit ``gap``
+    where the margin signal is used) and h <= h_pot looked up in ``table`` (:func:`allowed_horizons`
+    flattened to [Lb (Lb + 1), H + 1], ``offsets`` = j (Lb + 1), as :meth:`ConfidenceExtrapolator.allowed`).
+    One function, so that TorchScript runs the whole update between two Python calls."""
+    B, Lb = masked.shape
+    raw = conf.float()
+    y = log_odds(raw, eps) if gap is None else gap
+    allowed = table.index_select(0, ((~masked).cumsum(-1) + offsets).view(-1)).view(B, Lb, table.shape[1])
+    return ce_step(channels.narrow(2, start, Lb), tokens.narrow(1, start, Lb), y, x0, raw, masked, allowed,
+                   consts, reset_on_flip, uncertainty)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -255,7 +283,7 @@ class ConfidenceExtrapolator:
     def __init__(self, config: CEConfig | None = None, **kwargs):
         self.config = dataclasses.replace(config or CEConfig(), **kwargs)
         self.last_h: torch.Tensor | None = None   # [B, Lb] horizon chosen at the last step (diagnostics)
-        self._rows: torch.Tensor | None = None
+        self._lookup: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def reads(self) -> frozenset:
@@ -266,7 +294,7 @@ class ConfidenceExtrapolator:
         self.channels = torch.zeros(5, batch, gen_length, device=device)
         self.token = torch.full((batch, gen_length), -1, dtype=torch.long, device=device)
         self.consts = constants(self.config, torch.device(device))
-        self.run_step = compiled(ce_step, device)   # TorchScript on a CPU, bit for bit ce_step
+        self.run_step = compiled(ce_update, device)   # TorchScript on a CPU, bit for bit ce_update
 
     # views of the state, for inspection and tests
     state = property(lambda self: self.channels.permute(1, 2, 0))   # [B, L_gen, 5]
@@ -280,21 +308,26 @@ class ConfidenceExtrapolator:
         """h <= h_pot (Eqs. 7-8) for each block position [B, Lb, H + 1], looked up in
         :func:`allowed_horizons` by the position and the count of fixed positions left of it; for a
         masked position that is the count up to and including it (a fixed one's horizon is never used)."""
+        table, offsets = self.lookup(masked)
+        rows = (~masked).cumsum(-1) + offsets
+        return table.index_select(0, rows.view(-1)).view(*masked.shape, self.config.H + 1)
+
+    def lookup(self, masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(:func:`allowed_horizons` of the block's width flattened to [Lb (Lb + 1), H + 1], the offsets
+        j (Lb + 1) of its rows j), made once per width."""
         Lb = masked.shape[1]
-        c = self.config
-        table = allowed_horizons(Lb, c.H, c.tau, masked.device)
-        if self._rows is None or self._rows.numel() != Lb:   # row j of the table, flattened: j (Lb + 1)
-            self._rows = torch.arange(0, Lb * (Lb + 1), Lb + 1, device=masked.device)
-        rows = (~masked).cumsum(-1) + self._rows
-        return table.view(-1, c.H + 1).index_select(0, rows.view(-1)).view(*masked.shape, c.H + 1)
+        if self._lookup is None or self._lookup[1].numel() != Lb:
+            c = self.config
+            self._lookup = (allowed_horizons(Lb, c.H, c.tau, masked.device).view(-1, c.H + 1),
+                            torch.arange(0, Lb * (Lb + 1), Lb + 1, device=masked.device))
+        return self._lookup
 
     def observe(self, stats: StepStats) -> torch.Tensor:
         """The transformed confidence y = phi(c) of the configured signal."""
         c = self.config
         if c.signal == "margin":
             return stats.logit_gap.float()
-        p = stats.conf.float().clamp(c.eps, 1 - c.eps)
-        return torch.log(p) - torch.log1p(-p)
+        return log_odds(stats.conf.float(), c.eps)
 
     def update(self, block_start: int, stats: StepStats, masked: torch.Tensor, uncertainty: bool = True):
         """Fold in one step of the block at ``block_start``; returns (conf~, u), each [B, Lb].
@@ -303,10 +336,10 @@ class ConfidenceExtrapolator:
         before this step's commit (the only ones whose filter moves). ``uncertainty`` False skips u
         (returned as None) for a controller that does not read it.
         """
-        sl = slice(block_start, block_start + masked.shape[1])
-        conf, self.last_h, u = self.run_step(self.channels[:, :, sl], self.token[:, sl], self.observe(stats), stats.x0,
-                                             stats.conf.float(), masked, self.allowed(masked), self.consts,
-                                             self.config.reset_on_flip, uncertainty)
+        c = self.config
+        gap = stats.logit_gap.float() if c.signal == "margin" else None
+        conf, self.last_h, u = self.run_step(self.channels, self.token, block_start, stats.conf, gap, stats.x0, masked,
+                                             *self.lookup(masked), self.consts, c.eps, c.reset_on_flip, uncertainty)
         return conf.to(stats.conf.dtype), u
 
 

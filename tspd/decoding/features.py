@@ -89,6 +89,17 @@ class SmoothedConfidence:
         self.ewma = torch.zeros(batch, length, device=device)
         self.momentum = torch.zeros(batch, length, device=device)
         self.seen = torch.zeros(batch, length, dtype=torch.bool, device=device)
+        self.zero = torch.zeros((), device=device)   # (a Python 0.0 would be made a tensor at every step)
+        self.views: dict[tuple[int, int], tuple[torch.Tensor, ...]] = {}
+
+    def window(self, start: int, width: int) -> tuple[torch.Tensor, ...]:
+        """Views (ewma, momentum, seen) of positions [start, start + width), made once per window: the
+        loop's windows recur at every step of a block, and updates write through the views."""
+        views = self.views.get((start, width))
+        if views is None:
+            sl = slice(start, start + width)
+            views = self.views[(start, width)] = self.ewma[:, sl], self.momentum[:, sl], self.seen[:, sl]
+        return views
 
     def update(self, start: int, conf: torch.Tensor, rows: torch.Tensor | None = None) -> None:
         """Fold in the confidences ``conf`` [B, W] of canvas positions [start, start + W).
@@ -96,11 +107,10 @@ class SmoothedConfidence:
         ``rows`` [B] bool: only these rows observed the step (a row that already finished the block
         idles while others decode; its averages must not depend on the rest of the batch).
         """
-        sl = slice(start, start + conf.shape[1])
-        prev, momentum, seen = self.ewma[:, sl], self.momentum[:, sl], self.seen[:, sl]   # views: written in place
+        prev, momentum, seen = self.window(start, conf.shape[1])   # views: written in place
         conf = conf.float()
         new = torch.where(seen, self.alpha * conf + (1 - self.alpha) * prev, conf)
-        mom = torch.where(seen, new - prev, 0.0)
+        mom = torch.where(seen, new - prev, self.zero)
         if rows is None:
             momentum.copy_(mom)
             prev.copy_(new)

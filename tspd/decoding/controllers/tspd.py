@@ -176,4 +176,4 @@ class TSPD(Controller):
         fix = view.masked & (self.gate_probs(view) >= self.gate)        # Eq. 12, hard gate
         if self.schedule:
             fix |= top_k_mask(view.conf, view.masked & ~fix, view.quota, view.uniform_quota)
-        return Decision(commit=fix)
+        return Decision(commit=fix, within_masked=True)
