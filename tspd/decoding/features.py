@@ -58,7 +58,7 @@ def softmax_stats(logits: torch.Tensor, logp: torch.Tensor, x0: torch.Tensor | N
     if "conf" in fields:
         out["conf"] = (logp.amax(-1) if greedy else logp.gather(-1, x0[..., None]).squeeze(-1)).exp()
     if "entropy" in fields:
-        out["entropy"] = -(logp.exp() * logp).nan_to_num().sum(-1)
+        out["entropy"] = -(logp.exp() * logp).nansum(-1)     # 0 * -inf (p = 0) is NaN: counted as 0
     if "margin" in fields or "logit_gap" in fields:
         top = logits.topk(2, dim=-1)
         if "logit_gap" in fields:

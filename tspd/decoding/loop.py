@@ -268,7 +268,7 @@ def commit(canvas: Canvas, block: torch.Tensor, view: StepView, decision: Decisi
     masked = view.masked
     chosen = decision.commit if decision.within_masked else decision.commit & masked
     if force_progress:   # a row that chose nothing takes its most confident masked position
-        chosen = chosen | (top_one(view.conf, masked) & ~chosen.any(-1, keepdim=True))
+        chosen = torch.where(chosen.any(-1, keepdim=True), chosen, top_one(view.conf, masked))
     tokens = decision.tokens if decision.tokens is not None else view.x0
     before = x[:, P:] == mask_id if track else None
     torch.where(chosen, tokens, block, out=block)

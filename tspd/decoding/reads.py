@@ -65,10 +65,13 @@ class StepPlan:
             return None, StepStats(**softmax_stats(rows, torch.log_softmax(rows, -1), sampled, self.block, greedy))
         logp = torch.log_softmax(logits, -1)
         win = StepStats(**softmax_stats(logits, logp, x0, self.window, greedy))
-        shared = win.rows(lo, hi)
         rest = self.block - self.window
-        extra = softmax_stats(logits[:, lo:hi], logp[:, lo:hi], None if x0 is None else x0[:, lo:hi], rest,
-                              greedy) if rest else {}
+        if lo == 0 and hi == logits.shape[1]:                  # dual cache: the window is the block
+            shared, extra = win, softmax_stats(logits, logp, x0, rest, greedy) if rest else {}
+        else:
+            shared = win.rows(lo, hi)
+            extra = softmax_stats(logits[:, lo:hi], logp[:, lo:hi], None if x0 is None else x0[:, lo:hi], rest,
+                                  greedy) if rest else {}
         return win, StepStats(**{f: getattr(shared, f) for f in self.block & self.window}, **extra)
 
 
