@@ -1,0 +1,87 @@
+"""Where does each head look from a masked product? Attention mass by relative offset (issue 32's diagnostics).
+
+The results of every ``aa*bb = cc`` line in the first ``--n`` test answers are masked (everything else clean,
+as ``scripts/digit_probe.py``), one forward is run with the attention weights recomputed beside
+scaled-dot-product attention, and for each layer and head the mean weight that the result's first token
+puts on each offset in [-10, 10] is printed (its operands sit at -6 and -3; ``--n`` problems of ``--task``).
+
+    python scripts/attention_offsets.py RUN_DIR [--task chain] [--window 160] [--n 32]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).parent))
+from digit_probe import result_spans
+
+from tspd.eval.tasks.generated import generated_task
+from tspd.models.loading import load_model
+from tspd.training.lm.data import make_batch
+
+REACH = 10   # offsets shown on each side
+
+
+def weights_of_every_layer(run_forward) -> list[torch.Tensor]:
+    """Run ``run_forward()`` with scaled-dot-product attention also recording its weights [B, H, T, T]."""
+    seen, sdpa = [], F.scaled_dot_product_attention
+
+    def recording(q, k, v, attn_mask=None, is_causal=False):
+        s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+        seen.append((s if attn_mask is None else s.masked_fill(~attn_mask, float("-inf"))).softmax(-1))
+        return sdpa(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+
+    F.scaled_dot_product_attention = recording
+    try:
+        with torch.no_grad():
+            run_forward()
+    finally:
+        F.scaled_dot_product_attention = sdpa
+    return seen
+
+
+def offsets(run: str, task_name: str, window: int, n: int) -> torch.Tensor:
+    """``[layers, heads, 2 * REACH + 1]``: mean attention from a masked product's first token by offset."""
+    loaded = load_model(run)
+    net, tok = loaded.module.float().eval(), loaded.tokenizer
+    problems = generated_task(task_name).load_split("test")[:n]
+    batch = make_batch(tok, problems, window, 32)
+    noisy, queries = batch.input_ids.clone(), []
+    for i, p in enumerate(problems):
+        for op, _, pos in result_spans(tok, p["answer"]):
+            cols = [batch.prompt_width + k for k in pos]
+            noisy[i, cols] = tok.mask_token_id
+            if op == "*":
+                queries.append((i, cols[0]))
+    layers = weights_of_every_layer(
+        lambda: net(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids))
+    T = noisy.shape[1]
+    out = torch.zeros(len(layers), layers[0].shape[1], 2 * REACH + 1)
+    for i, c in queries:
+        lo, hi = max(0, c - REACH), min(T, c + REACH + 1)
+        for layer, w in enumerate(layers):
+            out[layer, :, lo - c + REACH:hi - c + REACH] += w[i, :, c, lo:hi]
+    return out / len(queries)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run")
+    ap.add_argument("--task", default="chain")
+    ap.add_argument("--window", type=int, default=160)
+    ap.add_argument("--n", type=int, default=32)
+    a = ap.parse_args()
+    mass = offsets(a.run, a.task, a.window, a.n)
+    for layer, heads in enumerate(mass):
+        for h, m in enumerate(heads):
+            top = m.topk(3)
+            where = ", ".join(f"{int(j) - REACH:+d}: {float(v):.2f}" for v, j in zip(top.values, top.indices))
+            print(f"layer {layer} head {h}: {float(m.sum()):.2f} of its weight within +-{REACH}; most at {where}")
+
+
+if __name__ == "__main__":
+    main()
