@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView
-from tspd.decoding.controllers.prophet import ce_lift, log_odds
+from tspd.decoding.controllers.prophet import LIFT_EPS, ce_lift, log_odds
 
 
 def credit_step(credit: torch.Tensor, logits: torch.Tensor, masked: torch.Tensor, first_step: bool,
@@ -66,7 +66,7 @@ class CreditDecoding(Controller):
         credit_step(self.credit, logits, view.masked, view.step == 0, self.decay, self.gamma)
         x0, conf = fuse(logits, self.credit, self.alpha)
         lift = torch.where(x0 == view.x0, ce_lift(view), torch.zeros_like(conf))
-        score = torch.where(lift != 0, torch.sigmoid(log_odds(conf) + lift), conf)   # no host sync
+        score = torch.where(lift != 0, torch.sigmoid(log_odds(conf.float(), LIFT_EPS) + lift), conf)   # no host sync
         best = score.masked_fill(~view.masked, float("-inf")).amax(-1, keepdim=True)
         thr = torch.clamp(best - 1e-5, max=self.threshold)
         commit = view.masked & (score >= thr)

@@ -26,20 +26,19 @@ from __future__ import annotations
 import torch
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, top_k_mask
+from tspd.decoding.extrapolate import log_odds
 
 ANSWER_MODES = ("remaining", "block")
 
 
-def log_odds(p: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    p = p.float().clamp(eps, 1 - eps)
-    return torch.log(p) - torch.log1p(-p)
+LIFT_EPS = 1e-6   # confidences clamped to [eps, 1 - eps] before their log-odds (CE's lift, Credit's score)
 
 
 def ce_lift(view: StepView) -> torch.Tensor:
     """CE's forecast gain in log-odds per block position ([B, Lb]; 0 where CE changed nothing)."""
     if view.conf is view.raw_conf:
         return torch.zeros_like(view.raw_conf, dtype=torch.float32)
-    return log_odds(view.conf) - log_odds(view.raw_conf)
+    return log_odds(view.conf.float(), LIFT_EPS) - log_odds(view.raw_conf.float(), LIFT_EPS)
 
 
 class Prophet(Controller):
