@@ -255,14 +255,22 @@ def ce_update(channels: torch.Tensor, tokens: torch.Tensor, start: int, conf: to
     """:func:`ce_step` on the block at ``start`` of the whole state (``channels`` [5, B, L_gen], ``tokens``
     [B, L_gen]), with its inputs made here: the signal y (the log-odds of ``conf``, or the logit ``gap``
     where the margin signal is used) and h <= h_pot looked up in ``table`` (:func:`allowed_horizons`
-    flattened to [Lb (Lb + 1), H + 1], ``offsets`` = j (Lb + 1), as :meth:`ConfidenceExtrapolator.allowed`).
+    flattened to [Lb (Lb + 1), H + 1], ``offsets`` = j (Lb + 1), :func:`allowed_in`).
     One function, so that TorchScript runs the whole update between two Python calls."""
-    B, Lb = masked.shape
+    Lb = masked.shape[1]
     raw = conf.float()
     y = log_odds(raw, eps) if gap is None else gap
-    allowed = table.index_select(0, ((~masked).cumsum(-1) + offsets).view(-1)).view(B, Lb, table.shape[1])
-    return ce_step(channels.narrow(2, start, Lb), tokens.narrow(1, start, Lb), y, x0, raw, masked, allowed,
-                   consts, reset_on_flip, uncertainty)
+    return ce_step(channels.narrow(2, start, Lb), tokens.narrow(1, start, Lb), y, x0, raw, masked,
+                   allowed_in(table, offsets, masked), consts, reset_on_flip, uncertainty)
+
+
+def allowed_in(table: torch.Tensor, offsets: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """h <= h_pot [B, Lb, H + 1] of each block position, looked up in :func:`allowed_horizons` flattened to
+    ``table`` [Lb (Lb + 1), H + 1] by the position j (``offsets`` = j (Lb + 1)) and the count of fixed
+    positions left of it; for a masked position that is the count up to and including it (a fixed one's
+    horizon is never used)."""
+    rows = (~masked).cumsum(-1) + offsets
+    return table.index_select(0, rows.view(-1)).view(masked.shape[0], masked.shape[1], table.shape[1])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -305,12 +313,8 @@ class ConfidenceExtrapolator:
     p11 = property(lambda self: self.channels[4])
 
     def allowed(self, masked: torch.Tensor) -> torch.Tensor:
-        """h <= h_pot (Eqs. 7-8) for each block position [B, Lb, H + 1], looked up in
-        :func:`allowed_horizons` by the position and the count of fixed positions left of it; for a
-        masked position that is the count up to and including it (a fixed one's horizon is never used)."""
-        table, offsets = self.lookup(masked)
-        rows = (~masked).cumsum(-1) + offsets
-        return table.index_select(0, rows.view(-1)).view(*masked.shape, self.config.H + 1)
+        """h <= h_pot (Eqs. 7-8) for each block position [B, Lb, H + 1] (:func:`allowed_in`)."""
+        return allowed_in(*self.lookup(masked), masked)
 
     def lookup(self, masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(:func:`allowed_horizons` of the block's width flattened to [Lb (Lb + 1), H + 1], the offsets

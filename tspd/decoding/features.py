@@ -42,8 +42,16 @@ class StepStats:
 
     def rows(self, lo: int, hi: int) -> StepStats:
         """The statistics of positions ``[lo, hi)`` (the current block inside a window)."""
-        return StepStats(*(None if v is None else v[:, lo:hi] for v in (self.x0, self.conf, self.entropy,
-                                                                         self.margin, self.logit_gap)))
+        return StepStats(*(block_rows(v, lo, hi) for v in (self.x0, self.conf, self.entropy, self.margin,
+                                                             self.logit_gap)))
+
+
+def block_rows(t: torch.Tensor | None, lo: int, hi: int) -> torch.Tensor | None:
+    """Positions ``[lo, hi)`` of a window's [B, W, ...] tensor: the tensor itself when they are all of it
+    (the dual cache's window is the block; no slicing operation at every step), None for None."""
+    if t is None or (lo == 0 and hi == t.shape[1]):
+        return t
+    return t[:, lo:hi]
 
 
 def softmax_stats(logits: torch.Tensor, logp: torch.Tensor, x0: torch.Tensor | None, fields, greedy: bool) -> dict:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tspd.decoding.features import StepStats, gumbel_argmax, softmax_stats
+from tspd.decoding.features import StepStats, block_rows, gumbel_argmax, softmax_stats
 
 BLOCK = ("entropy", "margin", "logit_gap")        # block statistics beyond the candidate and its probability
 HISTORY = ("ewma", "momentum", "canvas_x0", "canvas_conf", "canvas_gap")   # H, over the generated region
@@ -60,18 +60,14 @@ class StepPlan:
         x0 = gumbel_argmax(logits, temperature, generator) if self.sampled else None
         greedy = not self.sampled
         if not self.window:
-            rows = logits if lo == 0 and hi == logits.shape[1] else logits[:, lo:hi]   # dual cache: the block
-            sampled = None if x0 is None else x0[:, lo:hi]
-            return None, StepStats(**softmax_stats(rows, torch.log_softmax(rows, -1), sampled, self.block, greedy))
+            rows = block_rows(logits, lo, hi)
+            return None, StepStats(**softmax_stats(rows, torch.log_softmax(rows, -1), block_rows(x0, lo, hi),
+                                                   self.block, greedy))
         logp = torch.log_softmax(logits, -1)
         win = StepStats(**softmax_stats(logits, logp, x0, self.window, greedy))
-        rest = self.block - self.window
-        if lo == 0 and hi == logits.shape[1]:                  # dual cache: the window is the block
-            shared, extra = win, softmax_stats(logits, logp, x0, rest, greedy) if rest else {}
-        else:
-            shared = win.rows(lo, hi)
-            extra = softmax_stats(logits[:, lo:hi], logp[:, lo:hi], None if x0 is None else x0[:, lo:hi], rest,
-                                  greedy) if rest else {}
+        shared, rest = win.rows(lo, hi), self.block - self.window
+        extra = softmax_stats(block_rows(logits, lo, hi), block_rows(logp, lo, hi), block_rows(x0, lo, hi), rest,
+                              greedy) if rest else {}
         return win, StepStats(**{f: getattr(shared, f) for f in self.block & self.window}, **extra)
 
 
