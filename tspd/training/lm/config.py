@@ -73,37 +73,45 @@ class LMTrainConfig:
 
 def windows(cfg: "LMTrainConfig") -> list[tuple[int, float]]:
     """``--long-windows`` as ``[(window, share)]``: each window a multiple of ``gen_length``, shares < 1 in all."""
-    out = []
-    for part in filter(None, cfg.long_windows.replace(" ", "").split(",")):
-        try:
-            w, share = part.split(":")
-            out.append((int(w), float(share)))
-        except ValueError:
-            raise ValueError(f"--long-windows: {part!r} is not WINDOW:SHARE (e.g. 512:0.15)") from None
+    out = _shares(cfg.long_windows, "--long-windows", "WINDOW:SHARE (e.g. 512:0.15)", int)
     for w, share in out:
         if w <= cfg.gen_length or w % cfg.block_length or not 0 < share < 1:
             raise ValueError(f"--long-windows: {w}:{share} needs a window above {cfg.gen_length}, a multiple of "
                              f"{cfg.block_length}, and a share in (0, 1)")
-    if sum(s for _, s in out) >= 1:
-        raise ValueError("--long-windows: the shares must leave some batches at --gen-length")
-    return out
+    return _leaving_some(out, "--long-windows", "at --gen-length")
 
 
 def mixes(cfg: "LMTrainConfig") -> list[tuple[str, float]]:
     """``--mix-tasks`` as ``[(task, share)]``: other generated tasks, shares < 1 in all (the rest is ``--task``)."""
-    out = []
-    for part in filter(None, cfg.mix_tasks.replace(" ", "").split(",")):
-        try:
-            name, share = part.split(":")
-            out.append((name, float(share)))
-        except ValueError:
-            raise ValueError(f"--mix-tasks: {part!r} is not TASK:SHARE (e.g. arith:0.3)") from None
+    out = _shares(cfg.mix_tasks, "--mix-tasks", "TASK:SHARE (e.g. arith:0.3)", str)
     for name, share in out:
         if name not in GENERATED or name == cfg.task or not 0 < share < 1:
             raise ValueError(f"--mix-tasks: {name}:{share} needs a generated task other than {cfg.task!r} "
                              f"(known: {', '.join(GENERATED)}) and a share in (0, 1)")
+    return _leaving_some(out, "--mix-tasks", "to --task")
+
+
+def tasks(cfg: "LMTrainConfig") -> list[str]:
+    """Every task a run draws problems from: ``--task``, then those of ``--mix-tasks``."""
+    return [cfg.task] + [name for name, _ in mixes(cfg)]
+
+
+def _shares(text: str, option: str, form: str, value) -> list[tuple]:
+    """A comma-separated ``VALUE:SHARE`` option as ``[(value(VALUE), SHARE)]``."""
+    out = []
+    for part in filter(None, text.replace(" ", "").split(",")):
+        try:
+            v, share = part.split(":")
+            out.append((value(v), float(share)))
+        except ValueError:
+            raise ValueError(f"{option}: {part!r} is not {form}") from None
+    return out
+
+
+def _leaving_some(out: list[tuple], option: str, rest: str) -> list[tuple]:
+    """``out``, whose shares must leave some batches ``rest`` (the run's own window or task)."""
     if sum(s for _, s in out) >= 1:
-        raise ValueError("--mix-tasks: the shares must leave some batches to --task")
+        raise ValueError(f"{option}: the shares must leave some batches {rest}")
     return out
 
 

@@ -18,7 +18,7 @@ from tspd.eval.tasks import arith
 from tspd.eval.tasks.generated import generated_task
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer
-from tspd.training.lm.config import LMTrainConfig, mixes, windows
+from tspd.training.lm.config import LMTrainConfig, mixes, tasks, windows
 
 
 def make_tokenizer(cfg: LMTrainConfig, out: Path):
@@ -34,7 +34,7 @@ def make_tokenizer(cfg: LMTrainConfig, out: Path):
         return tokenizer
     if cfg.tokenizer == "char":
         return build_tokenizer(out)
-    texts = [t for name in [cfg.task] + [m for m, _ in mixes(cfg)] for t in task_texts(task=generated_task(name))]
+    texts = [t for name in tasks(cfg) for t in task_texts(task=generated_task(name))]
     return train_tokenizer(texts, out)
 
 
@@ -114,7 +114,7 @@ class BatchStream:
         self.tokenizer, self.cfg = tokenizer, cfg
         self.task = generated_task(cfg.task)
         self.windows, self.mixes = windows(cfg), mixes(cfg)
-        self.problems = {name: generated_task(name).iter_train(cfg.seed) for name in [cfg.task] + [m for m, _ in self.mixes]}
+        self.problems = {name: generated_task(name).iter_train(cfg.seed) for name in tasks(cfg)}
         for index in range(skip_batches):                # a resumed run continues the same streams
             stream = self.problems[self._task_of(index)]
             for _ in range(cfg.batch_size):
