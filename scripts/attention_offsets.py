@@ -17,11 +17,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).parent))
-from digit_probe import result_spans
+from digit_probe import results_masked
 
-from tspd.eval.tasks.generated import generated_task
-from tspd.models.loading import load_model
-from tspd.training.lm.data import make_batch
 
 REACH = 10   # offsets shown on each side
 
@@ -46,17 +43,8 @@ def weights_of_every_layer(run_forward) -> list[torch.Tensor]:
 
 def offsets(run: str, task_name: str, window: int, n: int) -> torch.Tensor:
     """``[layers, heads, 2 * REACH + 1]``: mean attention from a masked product's first token by offset."""
-    loaded = load_model(run)
-    net, tok = loaded.module.float().eval(), loaded.tokenizer
-    problems = generated_task(task_name).load_split("test")[:n]
-    batch = make_batch(tok, problems, window, 32)
-    noisy, queries = batch.input_ids.clone(), []
-    for i, p in enumerate(problems):
-        for op, _, pos in result_spans(tok, p["answer"]):
-            cols = [batch.prompt_width + k for k in pos]
-            noisy[i, cols] = tok.mask_token_id
-            if op == "*":
-                queries.append((i, cols[0]))
+    net, _, batch, noisy, probed = results_masked(run, task_name, window, n)
+    queries = [(i, cols[0]) for i, op, _, cols in probed if op == "*"]
     layers = weights_of_every_layer(
         lambda: net(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids))
     T = noisy.shape[1]

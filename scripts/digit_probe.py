@@ -33,8 +33,9 @@ def result_spans(tokenizer, answer: str) -> list[tuple[str, str, list[int]]]:
     return spans
 
 
-def probe(run: str, task_name: str, window: int, n: int) -> dict[str, tuple[int, int, list]]:
-    """Per operator: results right, results probed, a few ``(equation, predicted)`` examples."""
+def results_masked(run: str, task_name: str, window: int, n: int):
+    """``(net, tokenizer, batch, noisy, probed)``: the first ``n`` test problems batched at ``window`` with every
+    result masked in ``noisy``; ``probed`` lists ``(row, operator, equation, result columns)``."""
     loaded = load_model(run)
     net, tok = loaded.module.float().eval(), loaded.tokenizer
     problems = generated_task(task_name).load_split("test")[:n]
@@ -46,6 +47,12 @@ def probe(run: str, task_name: str, window: int, n: int) -> dict[str, tuple[int,
             cols = [batch.prompt_width + k for k in pos]
             noisy[i, cols] = tok.mask_token_id
             probed.append((i, op, eq, cols))
+    return net, tok, batch, noisy, probed
+
+
+def probe(run: str, task_name: str, window: int, n: int) -> dict[str, tuple[int, int, list]]:
+    """Per operator: results right, results probed, a few ``(equation, predicted)`` examples."""
+    net, tok, batch, noisy, probed = results_masked(run, task_name, window, n)
     with torch.no_grad():
         pred = net(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids).argmax(-1)
     out = defaultdict(lambda: [0, 0, []])
