@@ -6,7 +6,10 @@ that has learned nothing about numbers guesses the same frequent value everywher
 operands gets products and differences; one that reads the next line copies the value written there.
 :mod:`tspd.training.probes` instead masks everything after the span (the decoder's state).
 
-    python scripts/digit_probe.py RUN_DIR [--task chain] [--window 160] [--n 64]
+    python scripts/digit_probe.py RUN_DIR [--task chain] [--window 160] [--n 64] [--lines K] [--bare]
+
+``--lines K`` keeps each answer's first K lines (a short-window model on a long task); ``--bare`` drops the
+labels in front of the equations (``Pens: 04*07 = 28`` -> ``04*07 = 28``), as ``arith`` writes its lines.
 """
 from __future__ import annotations
 
@@ -21,6 +24,14 @@ from tspd.models.loading import load_model
 from tspd.training.lm.data import make_batch
 
 _EQUATION = re.compile(r"(\d\d)([*+/-])(\d\d) = (\d\d)")
+_LABEL = re.compile(r"^[^\n]*?(?=\d\d[*+/-]\d\d = \d\d$)", re.M)
+
+
+def shown(answer: str, lines: int | None = None, bare: bool = False) -> str:
+    """``answer`` as the probe shows it: its first ``lines`` lines, without the labels when ``bare``."""
+    if lines:
+        answer = "\n".join(answer.split("\n")[:lines])
+    return _LABEL.sub("", answer) if bare else answer
 
 
 def result_spans(tokenizer, answer: str) -> list[tuple[str, str, list[int]]]:
@@ -33,12 +44,12 @@ def result_spans(tokenizer, answer: str) -> list[tuple[str, str, list[int]]]:
     return spans
 
 
-def results_masked(run: str, task_name: str, window: int, n: int):
+def results_masked(run: str, task_name: str, window: int, n: int, lines: int | None = None, bare: bool = False):
     """``(net, tokenizer, batch, noisy, probed)``: the first ``n`` test problems batched at ``window`` with every
     result masked in ``noisy``; ``probed`` lists ``(row, operator, equation, result columns)``."""
     loaded = load_model(run)
     net, tok = loaded.module.float().eval(), loaded.tokenizer
-    problems = generated_task(task_name).load_split("test")[:n]
+    problems = [dict(p, answer=shown(p["answer"], lines, bare)) for p in generated_task(task_name).load_split("test")[:n]]
     batch = make_batch(tok, problems, window, 32)
     noisy = batch.input_ids.clone()
     probed = []
@@ -50,9 +61,10 @@ def results_masked(run: str, task_name: str, window: int, n: int):
     return net, tok, batch, noisy, probed
 
 
-def probe(run: str, task_name: str, window: int, n: int) -> dict[str, tuple[int, int, list]]:
+def probe(run: str, task_name: str, window: int, n: int, lines: int | None = None,
+          bare: bool = False) -> dict[str, tuple[int, int, list]]:
     """Per operator: results right, results probed, a few ``(equation, predicted)`` examples."""
-    net, tok, batch, noisy, probed = results_masked(run, task_name, window, n)
+    net, tok, batch, noisy, probed = results_masked(run, task_name, window, n, lines, bare)
     with torch.no_grad():
         pred = net(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids).argmax(-1)
     out = defaultdict(lambda: [0, 0, []])
@@ -71,8 +83,10 @@ def main() -> None:
     ap.add_argument("--task", default="chain")
     ap.add_argument("--window", type=int, default=160)
     ap.add_argument("--n", type=int, default=64)
+    ap.add_argument("--lines", type=int, default=None, help="keep each answer's first K lines")
+    ap.add_argument("--bare", action="store_true", help="drop the labels in front of the equations")
     a = ap.parse_args()
-    for op, (right, total, examples) in sorted(probe(a.run, a.task, a.window, a.n).items()):
+    for op, (right, total, examples) in sorted(probe(a.run, a.task, a.window, a.n, a.lines, a.bare).items()):
         print(f"{op}  {right:4d} / {total:<4d} {100 * right / total:5.1f} %   e.g. {examples}")
 
 

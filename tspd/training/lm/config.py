@@ -10,7 +10,7 @@ import argparse
 import shlex
 from dataclasses import asdict, dataclass
 
-from tspd.eval.tasks.generated import GENERATED, generated_task
+from tspd.eval.tasks.generated import GENERATED, MIX_ONLY, generated_task
 from tspd.options import add_dataclass_arguments
 from tspd.training.masking import SCHEMES
 
@@ -62,6 +62,8 @@ class LMTrainConfig:
     init_layers: str | None = None  # which of --init-from's blocks, in order, e.g. 0,3 (default: its first --n-layers)
 
     def __post_init__(self):   # the window defaults to the task's own
+        if self.task in MIX_ONLY:
+            raise ValueError(f"--task {self.task}: a training mixture only (--mix-tasks {self.task}:SHARE), nothing to grade")
         task = generated_task(self.task)
         if self.gen_length is None:
             self.gen_length = task.GEN_LENGTH
@@ -115,7 +117,7 @@ def _leaving_some(out: list[tuple], option: str, rest: str) -> list[tuple]:
     return out
 
 
-CHOICES = {"task": list(GENERATED), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
+CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
