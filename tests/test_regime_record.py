@@ -75,6 +75,10 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
     assert json.loads((model / "regime.json").read_text())["rows"]["fast"]["seconds"] == -7
     assert main(["regime", "--model", str(model), "--tspd-ce", "yes", "--n", "1"]) == 2
     assert "no tspd controller" in capsys.readouterr().err
+    shutil.copytree(resolve_path("tiny-arith") / "controllers", model / "controllers")   # controllers added later
+    assert main(argv) == 0                                      # only the TSPD + CE rows are measured
+    rows = json.loads((model / "regime.json").read_text())["rows"]
+    assert rows["fast"]["seconds"] == -7 and {"tspd_ce", "tspd_ce_prefix", "tspd_ce_dual"} <= set(rows)
 
 
 def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
