@@ -16,14 +16,12 @@ It is a training mixture only: it has no final answer to grade.
 """
 from __future__ import annotations
 
-import hashlib
 import random
 from typing import Iterator
 
 from tspd.eval.tasks import chain
 
-GEN_LENGTH, BLOCK_LENGTH = 96, 32       # about 3-5 lines of chain; a prompt of a few tokens
-SPLIT_SIZES = chain.SPLIT_SIZES
+GEN_LENGTH = 96                         # about 3-5 lines of chain; a prompt of a few tokens
 QUESTION = "Check the lines:"           # the same for every drill: nothing to compute from
 MAX_CHARS = GEN_LENGTH - 8              # characters of a drill's answer: room for the EOS fill
 
@@ -53,10 +51,3 @@ def iter_train(seed: int | str = 0) -> Iterator[dict]:
     for p in chain.iter_train(f"drill-{seed}"):
         yield drill(p, rng)
 
-
-def fingerprint() -> str:
-    """Short hash of the test split's drills: changes with ``chain``'s generator or this module's cut."""
-    h = hashlib.sha256()
-    for p in load_split("test"):
-        h.update((p["answer"] + "\x00").encode())
-    return h.hexdigest()[:12]
