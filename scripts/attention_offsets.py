@@ -5,11 +5,10 @@ as ``scripts/digit_probe.py``), one forward is run with the attention weights re
 scaled-dot-product attention, and for each layer and head the mean weight that the result's first token
 puts on each offset in [-10, 10] is printed (its operands sit at -6 and -3; ``--n`` problems of ``--task``).
 
-    python scripts/attention_offsets.py RUN_DIR [--task chain] [--window 160] [--n 32]
+    python scripts/attention_offsets.py RUN_DIR [--task chain] [--window 160] [--n 32] [--lines K] [--bare]
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).parent))
-from digit_probe import results_masked
+from digit_probe import problem_arguments, results_masked
 
 
 REACH = 10   # offsets shown on each side
@@ -41,9 +40,10 @@ def weights_of_every_layer(run_forward) -> list[torch.Tensor]:
     return seen
 
 
-def offsets(run: str, task_name: str, window: int, n: int) -> torch.Tensor:
+def offsets(run: str, task_name: str, window: int, n: int, lines: int | None = None,
+            bare: bool = False) -> torch.Tensor:
     """``[layers, heads, 2 * REACH + 1]``: mean attention from a masked product's first token by offset."""
-    net, _, batch, noisy, probed = results_masked(run, task_name, window, n)
+    net, _, batch, noisy, probed = results_masked(run, task_name, window, n, lines, bare)
     queries = [(i, cols[0]) for i, op, _, cols in probed if op == "*"]
     layers = weights_of_every_layer(
         lambda: net(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids))
@@ -57,13 +57,8 @@ def offsets(run: str, task_name: str, window: int, n: int) -> torch.Tensor:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run")
-    ap.add_argument("--task", default="chain")
-    ap.add_argument("--window", type=int, default=160)
-    ap.add_argument("--n", type=int, default=32)
-    a = ap.parse_args()
-    mass = offsets(a.run, a.task, a.window, a.n)
+    a = problem_arguments(__doc__.splitlines()[0], n=32)
+    mass = offsets(a.run, a.task, a.window, a.n, a.lines, a.bare)
     for layer, heads in enumerate(mass):
         for h, m in enumerate(heads):
             top = m.topk(3)

@@ -77,15 +77,20 @@ def probe(run: str, task_name: str, window: int, n: int, lines: int | None = Non
     return dict(out)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def problem_arguments(description: str, n: int) -> argparse.Namespace:
+    """The command line of a script that probes :func:`results_masked`'s problems (``n``: its default count)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("run")
     ap.add_argument("--task", default="chain")
     ap.add_argument("--window", type=int, default=160)
-    ap.add_argument("--n", type=int, default=64)
+    ap.add_argument("--n", type=int, default=n)
     ap.add_argument("--lines", type=int, default=None, help="keep each answer's first K lines")
     ap.add_argument("--bare", action="store_true", help="drop the labels in front of the equations")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    a = problem_arguments(__doc__.splitlines()[0], n=64)
     for op, (right, total, examples) in sorted(probe(a.run, a.task, a.window, a.n, a.lines, a.bare).items()):
         print(f"{op}  {right:4d} / {total:<4d} {100 * right / total:5.1f} %   e.g. {examples}")
 
