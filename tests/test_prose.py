@@ -15,7 +15,7 @@ from tspd.provenance import REPO_ROOT
 
 REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
     "README.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "controller-comparisons",
-                  "cache-agreement", "lmeval-numbers", "lmeval-times"},
+                  "cache-agreement", "lmeval-numbers", "lmeval-times", "gpu-speed"},
     "book/intro.md": {"model-size", "model-accuracy", "model-lines", "controller-overview"},
 }
 

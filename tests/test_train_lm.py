@@ -54,7 +54,7 @@ def test_encode_answer_never_truncates(tokenizer):
 
 
 def test_batch_stream_raises_instead_of_hanging(tokenizer):
-    from tspd.training.lm.data import BatchStream
+    from tspd.training.lm.stream import BatchStream
     stream = BatchStream(tokenizer, LMTrainConfig(out="", batch_size=2, gen_length=16))   # answers do not fit
     try:
         with pytest.raises(RuntimeError, match="training batch"):
@@ -288,7 +288,7 @@ def test_a_partial_alteration_reaches_the_batch_as_its_learned_tokens(tokenizer)
     n = len(tokenizer(a["answer"][:a["scored_chars"]], add_special_tokens=False)["input_ids"])
     assert b.until[:, 0].tolist() == [n, 0] and b.clean[0, 0] < n
     cfg = LMTrainConfig(out="", batch_size=16, alter_frac=1.0, alter_any=1.0, gen_length=64)
-    from tspd.training.lm.data import BatchStream
+    from tspd.training.lm.stream import BatchStream
     stream = BatchStream(tokenizer, cfg)
     try:
         assert int((next(stream).until > 0).sum()) > 0
@@ -305,7 +305,7 @@ def test_altered_problems_keep_their_first_line_clean(tokenizer):
     assert b.clean[:, 0].tolist() == [n, 0]
     assert make_batch(tokenizer, p, gen_length=64).clean is None       # no altered problem: no clean prefix
     cfg = LMTrainConfig(out="", batch_size=8, alter_frac=0.5, gen_length=64)
-    from tspd.training.lm.data import BatchStream
+    from tspd.training.lm.stream import BatchStream
     first, again = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg)
     try:
         x, y = next(first), next(again)
@@ -316,7 +316,7 @@ def test_altered_problems_keep_their_first_line_clean(tokenizer):
 
 
 def test_swapped_operands_are_seeded_by_the_batch(tokenizer):
-    from tspd.training.lm.data import BatchStream
+    from tspd.training.lm.stream import BatchStream
     plain, swap = (LMTrainConfig(out="", batch_size=8, swap_frac=f, gen_length=64) for f in (0.0, 1.0))
     streams = BatchStream(tokenizer, plain), BatchStream(tokenizer, swap), BatchStream(tokenizer, swap)
     try:
@@ -344,7 +344,7 @@ def test_the_window_defaults_to_the_task_and_long_windows_parse():
 
 
 def test_long_window_batches_are_seeded_and_hold_fewer_problems(tokenizer):
-    from tspd.training.lm.data import BatchStream
+    from tspd.training.lm.stream import BatchStream
     cfg = LMTrainConfig(out="", batch_size=8, gen_length=64, long_windows="128:0.3,256:0.2")
     a, b = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg, skip_batches=5)
     try:
@@ -371,7 +371,7 @@ def test_mix_tasks_parse_and_refuse_what_cannot_mix():
 
 def test_mixed_batches_take_their_task_and_window_and_resume_alike(tokenizer):
     from tspd.eval.tasks import chain
-    from tspd.training.lm.data import BatchStream
+    from tspd.training.lm.stream import BatchStream
     cfg = LMTrainConfig(out="", task="chain", batch_size=4, gen_length=256, mix_tasks="arith:0.4")
     a, b = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg, skip_batches=7)
     try:
@@ -406,3 +406,41 @@ def test_a_chain_run_records_its_task_and_regime_figures(tmp_path):
     rows = list(csv.DictReader((out / "eval_log.csv").open()))
     assert "fast_tpf" in rows[0] and rows[0]["fast_dual_cost"] != "" and rows[0]["vanilla_dual_cost"] == ""
     assert "## Regime figures during training" in (out / "TRAINING.md").read_text()
+
+
+def test_worker_processes_build_the_threads_batches_in_order(tokenizer):
+    from tspd.training.lm.stream import BatchStream
+    opts = dict(out="", batch_size=4, gen_length=64, long_windows="128:0.3", alter_frac=0.5, swap_frac=0.5)
+    thread = BatchStream(tokenizer, LMTrainConfig(**opts))
+    workers = BatchStream(tokenizer, LMTrainConfig(**opts, data_workers=3), skip_batches=2)
+    try:
+        first = [next(thread) for _ in range(12)]
+        later = [next(workers) for _ in range(10)]
+        assert all(torch.equal(x.input_ids, y.input_ids) and torch.equal(x.position_ids, y.position_ids)
+                   for x, y in zip(first[2:], later))
+        assert len({x.input_ids.shape for x in later}) > 1      # both windows reached the workers' batches
+    finally:
+        thread.close(), workers.close()
+    assert not any(b.is_alive() for b in workers.builders)
+
+
+def test_a_worker_process_hands_its_error_to_the_loop(tokenizer):
+    from tspd.training.lm.stream import BatchStream
+    stream = BatchStream(tokenizer, LMTrainConfig(out="", batch_size=2, gen_length=16, data_workers=2))
+    try:
+        with pytest.raises(RuntimeError, match="building a training batch failed"):
+            next(stream)
+    finally:
+        stream.close()
+
+
+def test_a_run_saved_on_another_device_resumes_with_its_noise_reseeded(tmp_path):
+    """A CUDA generator's state (16 bytes) does not fit the CPU's: the resume says so and goes on."""
+    common = dict(**TINY, batch_size=4, final_eval_n=0, seed=1)
+    train(LMTrainConfig(out=str(tmp_path / "run"), max_steps=2, **common), log=lambda s: None)
+    state = torch.load(tmp_path / "run" / STATE, weights_only=False)
+    state["gen"] = torch.zeros(16, dtype=torch.uint8)             # what torch.cuda's generator saves
+    torch.save(state, tmp_path / "run" / STATE)
+    said = []
+    info = train(LMTrainConfig(out=str(tmp_path / "run"), max_steps=3, resume=True, **common), log=said.append)
+    assert info["step"] == 3 and any("reseeded at step 2" in s for s in said)

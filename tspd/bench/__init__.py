@@ -43,7 +43,7 @@ from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs
 from tspd.models.loading import LoadedModel, SpecialTokens
 from tspd.models.llada import LLaDAModelLM
-from tspd.provenance import device_name
+from tspd.provenance import device_name, git_revision
 from tspd.validate import CACHE_MODES
 
 # LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
@@ -297,7 +297,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     peaks = peak_rates(device, dtype, timer)
     model = build_model(args.shape, device, dtype)
     result = {
-        "command": command,
+        "command": command, "revision": git_revision(),
         "device": device_name(device),
         "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
         "confidence_dtype": args.confidence_dtype,

@@ -273,6 +273,23 @@ def fresh_clone_times() -> str:
             f"(`{rec['command']}`, `results/fresh_clone.json`)")
 
 
+def gpu_speed(device: str = "NVIDIA-H200") -> str:
+    """The first GPU measurement at LLaDA-8B's shape, batch 1 (``results/gpu/<device>.json``), against
+    issue 36's goals for one H100: dual-cache step <= 8 ms, full forward <= 28 ms, controller + CE < 1 %."""
+    rec = json.loads((RESULTS / "gpu" / f"{device}.json").read_text())
+    row = next(r for r in rec["rows"] if r["batch"] == 1)
+    ms = lambda step: f"{1e3 * row[step]['seconds']:.2f} ms"   # noqa: E731
+    fast = [g["control_fraction_of_forward"] for k, g in row["generate"].items() if k.endswith("/dual/fast")]
+    same = all(p["same_tokens"] and p["same_nfe"] for k, p in row["parity"].items() if isinstance(p, dict))
+    return (f"at LLaDA-8B's shape, {rec['dtype']}, batch 1, prompt {row['prompt']} + {row['gen']}, block "
+            f"{row['block']}, on the {rec['device']} the fast path's dual-cache step takes {ms('dual_step_fast')} (eager "
+            f"{ms('dual_step')}: {row['dual_step']['kernels']:,} kernel launches a step) and the full forward "
+            f"{ms('full_forward_fast')} (roofline floor {1e3 * row['full_forward']['floor_seconds']:.2f} ms); the fast path "
+            f"decodes {'the same' if same else 'NOT the same'} tokens with the same NFE as the eager loop for "
+            f"{', '.join(k.split('/')[0] for k in row['parity'] if '/' in k)} with the dual cache; controller + CE take "
+            f"{100 * min(fast):.1f}-{100 * max(fast):.1f} % of a fast-path forward (`results/gpu/{device}.json`)")
+
+
 FACTS: dict[str, Callable[[], str]] = {
     "model-accuracy": model_accuracy,
     "model-size": model_size,
@@ -284,6 +301,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "lmeval-numbers": lmeval_numbers,
     "lmeval-times": lmeval_times,
     "fresh-clone-times": fresh_clone_times,
+    "gpu-speed": gpu_speed,
 }
 
 

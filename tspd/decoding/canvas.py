@@ -90,6 +90,7 @@ def prepare_canvas(model, prompts, gen_length: int, *, tokenizer=None, add_speci
     mask_id, device = model.special.mask, model.device
     ids, pmask = prompt_ids(model, prompts, tokenizer, add_special_tokens)
     ids, pmask, truncated = fit(ids, pmask, gen_length, max_positions(model.config), truncate_prompt)
+    ids, pmask = ids.cpu(), pmask.cpu()            # prompts may come on any device; the canvas is built here
     B, P = ids.shape
     x = torch.cat([ids, torch.full((B, gen_length), mask_id, dtype=torch.long)], 1).to(device)
     if bool(pmask.all()):                          # no padding: positions 0..T-1, nothing to mask out

@@ -36,7 +36,8 @@ from tspd.options import from_args
 from tspd.provenance import device_name, git_revision
 from tspd.training import probes
 from tspd.training.lm.config import LMTrainConfig, add_arguments, command_line
-from tspd.training.lm.data import Batch, BatchStream, encode_answer, make_batch, make_tokenizer
+from tspd.training.lm.data import Batch, encode_answer, make_batch, make_tokenizer
+from tspd.training.lm.stream import BatchStream
 from tspd.training.lm.evaluation import EVAL_COLUMNS, SWEEP, curve_point, sweep_row, final_evaluation, final_probes, \
     gate_failed
 from tspd.training.lm.objective import count_parameters, init_weights, lr_factor, make_optimizer, model_config, \
@@ -118,7 +119,11 @@ def start(cfg: LMTrainConfig, out: Path, log) -> Run:
         state = torch.load(out / STATE, map_location=device, weights_only=False)
         net.load_state_dict(state["model"])
         run.opt.load_state_dict(state["opt"])
-        run.gen.set_state(state["gen"])
+        if state["gen"].numel() == run.gen.get_state().numel():
+            run.gen.set_state(state["gen"])
+        else:   # saved on another kind of device: the masking noise goes on from a seed of its own
+            run.gen.manual_seed(cfg.seed + state["info"]["step"])
+            log(f"the masking noise's generator was saved on another device: reseeded at step {state['info']['step']}")
         torch.set_rng_state(state["torch_rng"])
         info = run.info
         info.update({k: state["info"][k] for k in ("step", "tokens", "train_seconds", "curve", "recent", "resumes")})

@@ -143,9 +143,10 @@ def write_training_md(out: Path, info: dict) -> None:
             if vanilla.get("templates"):
                 lines += ["Final answers right by template, 1 token per step: " + ", ".join(
                     f"{name} {k / n:.0%} ({k}/{n})" for name, (k, n) in vanilla["templates"].items()) + ".", ""]
-    lines += ["## On a GPU", "",
-              "The command above with `--device cuda` runs the same recipe with bf16 autocast (not measured here); "
-              "it rewrites this directory (weights in bf16, tokenizer, this file).", ""]
+    if "--device cuda" not in info["command"]:
+        lines += ["## On a GPU", "",
+                  "The command above with `--device cuda` runs the same recipe with bf16 autocast (not measured here); "
+                  "it rewrites this directory (weights in bf16, tokenizer, this file).", ""]
     (out / "TRAINING.md").write_text("\n".join(lines))
 
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Continue the regime model's GPU try g1 (issue 32 / issue 36 item 3) on a machine with one CUDA GPU, for
+# the seconds given (default 480), then pack the run into OUT_DIR (default runs/) as g1.tgz.* pieces of
+# 15 MB (a lent machine returns at most 8 files of 16 MiB). Usage, from the repository root:
+#     bash scripts/gpu_train.sh [SECONDS] [OUT_DIR]
+# It resumes results/training/g1-chain-gpu (copied to runs/g1) with its own options, 12 batch-building
+# processes (tspd.training.lm.stream: the first sitting was bound by one thread's 2.6k sequences/s) and
+# a schedule stretched to the training minutes so far plus what SECONDS leaves after ~100 s for the
+# tokenizer, the evaluations and packing. Judge the result as any try: eval_log.csv / TRAINING.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-480}; out=${2:-runs}
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+[ -f runs/g1/train_state.pt ] || { mkdir -p runs && cp -r results/training/g1-chain-gpu runs/g1; }
+done_min=$("$py" -c "import torch; print(torch.load('runs/g1/train_state.pt', map_location='cpu', weights_only=False)['info']['train_seconds'] / 60)")
+minutes=$("$py" -c "print(round($done_min + max(1.0, ($seconds - 100) / 60), 2))")
+evals=$("$py" -c "print(round(($minutes - $done_min) * 0.49, 2))")
+echo "g1: $done_min min trained; schedule to $minutes min, evaluations every $evals min"
+timeout "$seconds" "$py" -m tspd train-lm --out runs/g1 --task chain --long-windows 512:0.12,1024:0.03 \
+    --d-model 128 --n-layers 6 --n-heads 4 --mlp-hidden 352 --tokenizer bpe --masking causal --mask-mix 0.5 \
+    --alter-frac 0.3 --alter-any 0.5 --batch-size 256 --lr 3e-3 --min-lr-frac 0.05 --warmup-frac 0.03 \
+    --minutes "$minutes" --eval-minutes "$evals" --eval-n 100 --regime --regime-long-n 32 --eval-batch 100 \
+    --final-eval-n 0 --prompt-multiple 32 --save-minutes 1 --log-every 200 --device cuda --data-workers 12 \
+    --resume 2>&1 | tee "$out/g1-train.log" | grep -v "positions/s$" || true
+tar czf "$out/g1.tgz" -C runs g1 && split -b 15m "$out/g1.tgz" "$out/g1.tgz." && rm "$out/g1.tgz"
+ls -la "$out"
