@@ -444,3 +444,17 @@ def test_a_run_saved_on_another_device_resumes_with_its_noise_reseeded(tmp_path)
     said = []
     info = train(LMTrainConfig(out=str(tmp_path / "run"), max_steps=3, resume=True, **common), log=said.append)
     assert info["step"] == 3 and any("reseeded at step 2" in s for s in said)
+
+
+def test_a_killed_worker_process_is_an_error_not_a_wait(tokenizer):
+    from tspd.training.lm.stream import BatchStream
+    stream = BatchStream(tokenizer, LMTrainConfig(out="", batch_size=2, gen_length=64, data_workers=2))
+    try:
+        next(stream)
+        stream.builders[1].kill()
+        stream.builders[1].join()
+        with pytest.raises(RuntimeError, match="building a training batch failed"):
+            for _ in range(12):      # what the dead worker had queued, then the error
+                next(stream)
+    finally:
+        stream.close()

@@ -15,6 +15,7 @@ step); :meth:`DecodeConfig.resolved` fills them in from a model or checkpoint na
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import warnings
@@ -147,7 +148,10 @@ class DecodeConfig:
         check_lengths(gen_length, block_length, steps)
         if (gen_length, block_length, steps) == (self.gen_length, self.block_length, self.steps):
             return self
-        return dataclasses.replace(self, gen_length=int(gen_length), block_length=int(block_length), steps=steps)
+        out = copy.copy(self)     # the other fields were checked when this config was made: no second check
+        for name, value in (("gen_length", int(gen_length)), ("block_length", int(block_length)), ("steps", steps)):
+            _set(out, name, value)
+        return out
 
     @property
     def num_blocks(self) -> int:

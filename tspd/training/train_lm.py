@@ -175,6 +175,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     last_save = last_log = time.time()
     last_eval = info["curve"][-1]["minutes"] * 60 if info["curve"] else 0.0
     step, tokens = info["step"], info["tokens"]
+    pending: list[torch.Tensor] = []                  # this run's losses not yet read from the device
     tokens_at_log = tokens
     try:
         while (progress := _progress(cfg, step, time.time() - t_start)) < 1.0:
@@ -190,11 +191,11 @@ def _train(cfg: LMTrainConfig, log) -> dict:
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             run.opt.step()
             step, tokens = step + 1, tokens + batch.input_ids.numel()
-            recent.append(loss.item())
-            del recent[:-100]
+            pending.append(loss.detach())     # read at the next log line: no wait for the device every step
 
             now = time.time()
             if step % cfg.log_every == 0 or step == 1 or now - last_log > 60:
+                _flush(pending, recent)
                 rate = (tokens - tokens_at_log) / max(now - last_log, 1e-9)
                 mean = sum(recent[-cfg.log_every:]) / len(recent[-cfg.log_every:])
                 log(f"step {step:6d} | {(now - t_start) / 60:6.2f} min | lr {lr:.2e} | loss {mean:.4f} | "
@@ -204,6 +205,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
             if (cfg.eval_every and step % cfg.eval_every == 0) or \
                     (cfg.eval_minutes and now - t_start - last_eval >= 60 * cfg.eval_minutes):
                 last_eval = now - t_start
+                _flush(pending, recent)
                 point = curve_point(run.model, cfg, step, last_eval / 60, sum(recent[-50:]) / len(recent[-50:]))
                 info["curve"].append(point)
                 logs.point(point)
@@ -214,11 +216,13 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                     info["stopped_early"] = failed
                     break
             if time.time() - last_save > 60 * cfg.save_minutes:
+                _flush(pending, recent)
                 _save(run, out, step, tokens, time.time() - t_start)
                 last_save = time.time()
     finally:
         stream.close()
         logs.close()
+    _flush(pending, recent)
     _save(run, out, step, tokens, time.time() - t_start)
     log(f"trained {step} steps in {info['train_seconds'] / 60:.1f} min; final loss {info['loss']:.4f}; saved to {out}")
     info["status"] = "finished training; evaluating"
@@ -229,6 +233,14 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     write_training_md(out, info)
     (out / "evals.json").write_text(json.dumps(info["evals"], indent=1) + "\n")
     return info
+
+
+def _flush(pending: list[torch.Tensor], recent: list[float]) -> None:
+    """Move the losses still on the device into ``recent`` (the last 100 kept), in one read."""
+    if pending:
+        recent.extend(torch.stack(pending).tolist())
+        pending.clear()
+        del recent[:-100]
 
 
 def _progress(cfg: LMTrainConfig, step: int, seconds: float) -> float:

@@ -114,12 +114,23 @@ class BatchStream:
                 pass
 
     def __next__(self) -> Batch:
-        item = self.queues[self.index % len(self.queues)].get()
+        which = self.index % len(self.queues)
+        item = self._get(self.queues[which], self.builders[which])
         self.index += 1
         if isinstance(item, BaseException):
             raise RuntimeError("building a training batch failed") from item
         # pinned for an asynchronous copy to the GPU, here: a forked worker must not touch CUDA
         return item.pin_memory() if self.cfg.device == "cuda" and torch.cuda.is_available() else item
+
+    @staticmethod
+    def _get(q, builder):
+        """The next item of ``q``; a worker process that died without a word (killed, out of memory) is an error."""
+        while True:
+            try:
+                return q.get(timeout=2.0)
+            except queue.Empty:
+                if not builder.is_alive():
+                    return RuntimeError(f"the batch-building process exited (code {builder.exitcode})")
 
     def close(self) -> None:
         self.stop.set()
