@@ -250,8 +250,8 @@ def _progress(cfg: LMTrainConfig, step: int, seconds: float) -> float:
 
 def _log_point(cfg: LMTrainConfig, step: int, point: dict, log) -> None:
     log(f"step {step:6d} | eval 1 token/step: {point['accuracy']:.1%} of {point['n']} | probes " +
-        ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS if k != "cf_n"
-                  if point[k] is not None))
+        ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS
+                  if not k.endswith("_n") and point[k] is not None))
     if cfg.regime:
         log(f"step {step:6d} | regime " + ", ".join(f"{k} {point[k]:.2f}" for k in REGIME_COLUMNS
                                                     if point[k] is not None))
