@@ -73,6 +73,13 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
     (model / "regime.json").write_text(json.dumps(record))
     assert main(argv) == 0
     assert json.loads((model / "regime.json").read_text())["rows"]["fast"]["seconds"] == -7
+    assert main(argv[:8] + ["128,256"] + argv[9:]) == 0           # a longer window added later: only its rows
+    rows = json.loads((model / "regime.json").read_text())["rows"]
+    assert rows["fast"]["seconds"] == -7 and rows["vanilla_256"]["n"] == 1
+    assert main(argv[:4] + ["3"] + argv[5:]) == 0                 # another n: every row measured again
+    assert json.loads((model / "regime.json").read_text())["rows"]["fast"]["seconds"] >= 0
+    record["rows"]["fast"]["seconds"] = -7
+    (model / "regime.json").write_text(json.dumps(record))
     assert main(["regime", "--model", str(model), "--tspd-ce", "yes", "--n", "1"]) == 2
     assert "no tspd controller" in capsys.readouterr().err
     shutil.copytree(resolve_path("tiny-arith") / "controllers", model / "controllers")   # controllers added later

@@ -1,4 +1,5 @@
-"""``chain``: long GSM8K-style word problems with the freedom real text has (the regime model's task).
+"""``chain``: long GSM8K-style word problems with the freedom real text has (the regime model's task; no
+try has learned it yet: ``results/training/`` holds each try's record, ``g1-chain-gpu`` the furthest).
 
 Why a second task: :mod:`tspd.eval.tasks.arith` answers in 3-4 short lines that a small model writes in
 one pass, so every parallel decoder finishes in two forwards and the book could not tell them apart.
