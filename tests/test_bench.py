@@ -20,7 +20,7 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
                          "--policies", "vanilla,tspd+ce", "--fast", "--parity", "--out", str(out)])
     assert bench.main(args) == 0
     res = json.loads(out.read_text())
-    assert res["shape"] == "tiny" and res["device"] == device_name("cpu") and res["params"] > 0
+    assert res["shape"] == "tiny" and res["device"] == device_name("cpu") and res["params"] > 0 and "revision" in res
     assert res["peaks"]["matmul_flops"] > 0 and res["peaks"]["copy_bytes_per_s"] > 0
     assert [r["batch"] for r in res["rows"]] == [1, 2]
     for row in res["rows"]:
@@ -38,6 +38,15 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
         assert row["dual_step"]["kernels"] is None                                  # ... as are kernels
         assert gen["vanilla/none"]["nfe"] == 16                      # 1 token per step
         assert all(v["control_fraction_of_forward"] > 0 for v in gen.values())
+
+
+def test_a_gpu_bench_where_torch_sees_no_gpu_is_one_line(capsys):
+    import torch
+    from tspd.cli import main
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    assert main(["bench-step", "--device", "cuda", "--no-generate"]) == 2
+    assert "sees no CUDA GPU" in capsys.readouterr().err
 
 
 def test_cost_model_counts_attention_and_weights():

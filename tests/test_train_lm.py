@@ -458,3 +458,13 @@ def test_a_killed_worker_process_is_an_error_not_a_wait(tokenizer):
                 next(stream)
     finally:
         stream.close()
+
+
+def test_training_refuses_a_negative_worker_count_and_a_gpu_torch_cannot_see():
+    with pytest.raises(ValueError, match="--data-workers must be >= 0"):
+        LMTrainConfig(out="", data_workers=-1)
+    with pytest.raises(ValueError, match="--batch-size must be positive"):
+        LMTrainConfig(out="", batch_size=0)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU"):
+            LMTrainConfig(out="", device="cuda")

@@ -44,7 +44,7 @@ from tspd.decoding.graphs import StepGraphs
 from tspd.models.loading import LoadedModel, SpecialTokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.provenance import device_name, git_revision
-from tspd.validate import CACHE_MODES
+from tspd.validate import CACHE_MODES, check_device
 
 # LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
 SHAPES = {
@@ -279,7 +279,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     """Run every measurement of ``args``; returns the results dict (``log`` gets a line per result)."""
-    device = torch.device(args.device)
+    device = check_device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
     if args.gen % args.block:
         raise SystemExit(f"error: --gen {args.gen} is not a multiple of --block {args.block}")

@@ -18,6 +18,7 @@ from tspd.models.config import LLaDAConfig
 from tspd.models.dream import DreamConfig, DreamModelLM
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.llada_moe import LLaDAMoEConfig, LLaDAMoEModelLM
+from tspd.validate import check_device
 
 ZOO = Path(__file__).resolve().parent.parent / "zoo"   # tspd/zoo: the embedded checkpoints
 # The book's model: every default of the package that names a model names this one (the notebooks' parameter
@@ -326,7 +327,7 @@ def load_model(path_or_name: str | Path | Checkpoint | None = None, device: str 
     checkpoint = Checkpoint.open(path_or_name)
     path, config = checkpoint.path, checkpoint.config
     files = _weight_files(path)
-    device = torch.device(device)
+    device = check_device(device)     # a GPU where torch sees none: said so, not as a corrupt file
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)
     dtype = dtype or (torch.float32 if device.type == "cpu" else torch.bfloat16)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from tspd.eval.tasks.generated import GENERATED, MIX_ONLY, generated_task
 from tspd.options import add_dataclass_arguments
 from tspd.training.masking import SCHEMES
+from tspd.validate import check_device
 
 
 @dataclass
@@ -70,6 +71,13 @@ class LMTrainConfig:
             self.gen_length = task.GEN_LENGTH
         if self.block_length is None:
             self.block_length = task.BLOCK_LENGTH
+        if self.data_workers < 0:
+            raise ValueError(f"--data-workers must be >= 0 (0: one background thread), got {self.data_workers}")
+        for option, value in (("--batch-size", self.batch_size), ("--lr", self.lr), ("--minutes", self.minutes),
+                              ("--max-steps", self.max_steps)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{option} must be positive, got {value}")
+        check_device(self.device)   # a GPU run asked for where torch sees none: one line, before anything runs
         windows(self)          # a malformed --long-windows fails here, before anything runs
         mixes(self)            # so does a malformed --mix-tasks
 
