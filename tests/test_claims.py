@@ -210,6 +210,18 @@ def test_each_claim_notebook_ends_with_its_verdict_and_its_stored_file_agrees(na
     assert printed == "\n".join(store.lines(name, stored)) + "\n"
 
 
+def test_a_notebook_run_with_its_own_results_dir_keeps_its_verdicts_beside_it(tmp_path):
+    """A run on another model (papermill -p results_dir ...) never rewrites the repository's record."""
+    import nbformat
+    from tspd.book.claims import store
+    from tspd.provenance import REPO_ROOT
+    assert store.beside("") is None and store.beside(tmp_path / "runs") == tmp_path / "claims"
+    for name in sorted(claims.NOTEBOOKS):
+        nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        takes = "results_dir" in next(c.source for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        assert ("claims_dir=claims.beside(results_dir)" in _verdict_cell(name).source) == takes, name
+
+
 def test_readme_states_the_measured_tally():
     """The README's status section quotes the page's tally as it is stored, not as it was hoped."""
     import re

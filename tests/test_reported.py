@@ -179,3 +179,11 @@ def test_filters_and_labels():
         reported.paper_table("table14")
     shown = reported.show_paper("table4")
     assert shown.columns == ["method", "cache", "tps", "speedup", "accuracy"] and "Table 4" in shown.caption
+
+
+def test_our_rows_at_lengths_the_paper_lacks_sit_in_length_order():
+    paper = [{"gen_length": n, "method": "V", "tps": t, "setting": {}} for n, t in ((512, 1.0), (1024, 0.5))]
+    ours = [{"gen_length": n, "method": "V", "tps": 9.0} for n in (256, 512, 2048)]
+    t = reported.side_by_side(paper, ours, keys=["gen_length", "method"], metrics=("tps",), ours_only=())
+    assert [r["gen_length"] for r in t] == [256, 512, 1024, 2048]
+    assert t[0]["paper: TPS"] is None and t[1]["paper: TPS"] == 1.0 and t[1]["ours: TPS"] == 9.0

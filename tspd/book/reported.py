@@ -175,7 +175,8 @@ def side_by_side(paper_rows: list[dict], our_rows: list[dict], keys: list[str] |
     """Paper rows next to our rows, matched on ``keys``.
 
     ``keys`` name row or setting fields present in both (e.g. ``("task", "method")``); every paper
-    row appears once, in the paper's order, followed by our rows that matched no paper row. Each
+    row appears once, in the paper's order, followed by our rows that matched no paper row (one whose first
+    key is a number goes before the first row with a larger one: our 256-token rows before the paper's 512). Each
     metric becomes two columns, ``"paper: TPS"`` and ``"ours: TPS"``; a missing value shows as "–".
     ``ours_only`` are measures the paper does not report (TPF by default): one ``"ours: TPF"`` column each.
     ``paper`` / ``ours`` are the provenance strings for the caption (defaults: :func:`paper_label`
@@ -200,10 +201,21 @@ def side_by_side(paper_rows: list[dict], our_rows: list[dict], keys: list[str] |
         out.append(_joined(keys, k, p, o, metrics))
     for k, o in ours_by_key.items():
         if k not in used:
-            out.append(_joined(keys, k, None, o, metrics))
+            out.insert(_place(out, keys[0], k[0]), _joined(keys, k, None, o, metrics))
     caption = f"paper = {paper or paper_label(paper_rows)}, as reported; ours = {ours or 'ours'}, measured here."
     table = Table(out, columns, caption)
     return table.to_markdown() if as_markdown else table
+
+
+def _place(rows: list[dict], key: str, value) -> int:
+    """Where an unmatched row goes: before the first row whose first key is a larger number (a generation
+    length of ours between or below the paper's), else at the end."""
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)   # noqa: E731
+    if number(value):
+        for i, row in enumerate(rows):
+            if number(row[key]) and row[key] > value:
+                return i
+    return len(rows)
 
 
 def _joined(keys, k, p, o, metrics) -> dict:

@@ -53,8 +53,16 @@ def lines(notebook: str, claims: dict[str, Claim]) -> list[str]:
     return out
 
 
+def beside(results_dir: str | Path | None) -> Path | None:
+    """Where a notebook given ``results_dir`` (its runs kept elsewhere) keeps its verdicts: ``claims/``
+    beside that folder, so that a run on another model never rewrites the repository's record; None (the
+    repository's ``results/claims``) when it is not given."""
+    return Path(results_dir).expanduser().parent / "claims" if results_dir else None
+
+
 def report(notebook: str, claims: dict[str, Claim], claims_dir: str | Path | None = None) -> None:
-    """Print the verdicts of ``{task: Claim}`` and keep them in ``results/claims/<notebook>.json``."""
+    """Print the verdicts of ``{task: Claim}`` and keep them in ``<claims_dir>/<notebook>.json`` (default
+    ``results/claims``; a notebook passes :func:`beside` its ``results_dir``)."""
     if notebook not in NOTEBOOKS:
         raise ValueError(f"unknown claim notebook {notebook!r}; add it to tspd.book.claims.store.NOTEBOOKS")
     print("\n".join(lines(notebook, claims)))
