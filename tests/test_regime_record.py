@@ -120,3 +120,12 @@ def test_the_stored_regime_record_of_the_default_model_reproduces():
         again = score(model, task, problems, plan[name], batch=len(problems))
         assert again["right"] == record["rows"][name]["right"][:len(problems)], name
 
+
+
+def test_a_record_names_who_measured_its_rows():
+    from tspd.eval.regime_record import provenance
+    old = {"command": "old", "git": "a", "device": "cpu", "rows": {"vanilla": {}}}
+    new = {"command": "new", "git": "b", "device": "cpu"}
+    assert provenance({}, new, True) == new                                    # every row new
+    assert provenance(old, new, False) == {"command": "old", "git": "a", "device": "cpu"}   # nothing measured
+    assert provenance(old, new, True) == {"command": "new", "git": "a; rows added at b", "device": "cpu"}

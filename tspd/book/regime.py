@@ -37,12 +37,11 @@ def regime_record(model: str, n: int = 500, long_n: int = 100, long_windows: tup
     cfg = RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or (2 * spec["gen_length"],),
                        batch=batch, tspd_ce=(path / "controllers" / "tspd.json").is_file())
     out = path / "regime.json"
-    stored = json.loads(out.read_text()) if out.is_file() else {}
     lm = load_model(checkpoint, device=device, dtype=dtype or None)
     command = shlex.join(["python", "-m", "tspd", "regime", "--model", str(model), "--n", str(n), "--long-n",
                           str(long_n), "--long-windows", ",".join(map(str, cfg.long_windows))])
-    meta = {"command": stored.get("command", command), "git": stored.get("git", git_revision() or "unknown"),
-            "device": stored.get("device", device_name(lm.device)), "model": str(model), "weights": weights_hash(path),
+    meta = {"command": command, "git": git_revision() or "unknown",   # the stored record's where its rows are kept
+            "device": device_name(lm.device), "model": str(model), "weights": weights_hash(path),
             "task": spec["name"], "gen_length": spec["gen_length"], "block_length": spec["block_length"]}
     return measure(lm, generated_task(spec["name"]), cfg, out, meta, log=log or (lambda s: None))
 

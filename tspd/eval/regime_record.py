@@ -65,7 +65,8 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
     kept = before.get("weights") == meta["weights"] and \
         all((before.get("config") or {}).get(k) == settings[k] for k in ROW_SETTINGS)
     rows = {name: row for name, row in before.get("rows", {}).items() if name in {n for n, _, _ in plan}} if kept else {}
-    record = {**meta, "config": settings, "rows": rows}
+    missing = [name for name, _, _ in plan if name not in rows]
+    record = {**meta, **provenance(before if rows else {}, meta, bool(missing)), "config": settings, "rows": rows}
     for name, decode, long in plan:
         if name in record["rows"]:
             continue
@@ -77,6 +78,19 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
         out.write_text(json.dumps(record, indent=1) + "\n")
         log(f"regime {name}: {row['correct']}/{row['n']}, TPF {row['tpf']:.2f}, {row['seconds']} s")
     return record
+
+
+def provenance(kept: dict, new: dict, measuring: bool) -> dict:
+    """Who measured a record's rows: ``new``'s command, revision and device where no row is kept, the kept
+    record's where nothing is measured, and both where rows are added to kept ones."""
+    fields = ("command", "git", "device")
+    if not kept.get("rows") or any(f not in kept for f in fields):
+        return {f: new[f] for f in fields}
+    if not measuring:
+        return {f: kept[f] for f in fields}
+    both = lambda f: kept[f] if kept[f] == new[f] else f"{kept[f]}; rows added at {new[f]}"   # noqa: E731
+    return {"command": new["command"], "git": both("git"),
+            "device": kept["device"] if kept["device"] == new["device"] else f"{kept['device']}; rows added on {new['device']}"}
 
 
 def targets(record: dict) -> list[dict]:
