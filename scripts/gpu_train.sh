@@ -17,11 +17,19 @@ done_min=$("$py" -c "import torch; print(torch.load('runs/g1/train_state.pt', ma
 minutes=$("$py" -c "print(round($done_min + max(1.0, ($seconds - 100) / 60), 2))")
 evals=$("$py" -c "print(round(($minutes - $done_min) * 0.49, 2))")
 echo "g1: $done_min min trained; schedule to $minutes min, evaluations every $evals min"
-timeout "$seconds" "$py" -m tspd train-lm --out runs/g1 --task chain --long-windows 512:0.12,1024:0.03 \
+train() {   # train(WORKERS, SECONDS)
+  set -o pipefail
+  timeout "$2" "$py" -m tspd train-lm --out runs/g1 --task chain --long-windows 512:0.12,1024:0.03 \
     --d-model 128 --n-layers 6 --n-heads 4 --mlp-hidden 352 --tokenizer bpe --masking causal --mask-mix 0.5 \
     --alter-frac 0.3 --alter-any 0.5 --batch-size 256 --lr 3e-3 --min-lr-frac 0.05 --warmup-frac 0.03 \
     --minutes "$minutes" --eval-minutes "$evals" --eval-n 100 --regime --regime-long-n 32 --eval-batch 100 \
-    --final-eval-n 0 --prompt-multiple 32 --save-minutes 1 --log-every 200 --device cuda --data-workers 12 \
-    --resume 2>&1 | tee "$out/g1-train.log" | grep -v "positions/s$" || true
+    --final-eval-n 0 --prompt-multiple 32 --save-minutes 1 --log-every 200 --device cuda --data-workers "$1" \
+    --resume 2>&1 | tee -a "$out/g1-train.log" | grep -v "positions/s$"
+}
+start=$SECONDS
+# the batch-building processes have not run on a GPU machine yet: a quick failure falls back to one thread
+train 12 "$seconds" || { rc=$?; [ $rc -ne 124 ] && [ $((SECONDS - start)) -lt 120 ] && \
+  echo "train-lm failed (exit $rc) in $((SECONDS - start)) s: again with one batch thread" && \
+  train 0 $((seconds - (SECONDS - start))); } || true
 tar czf "$out/g1.tgz" -C runs g1 && split -b 15m "$out/g1.tgz" "$out/g1.tgz." && rm "$out/g1.tgz"
 ls -la "$out"
