@@ -123,9 +123,9 @@ def test_the_stored_regime_record_of_the_default_model_reproduces():
 
 
 def test_a_record_names_who_measured_its_rows():
-    from tspd.eval.regime_record import provenance
+    from tspd.eval.regime_record import measured_by
     old = {"command": "old", "git": "a", "device": "cpu", "rows": {"vanilla": {}}}
     new = {"command": "new", "git": "b", "device": "cpu"}
-    assert provenance({}, new, True) == new                                    # every row new
-    assert provenance(old, new, False) == {"command": "old", "git": "a", "device": "cpu"}   # nothing measured
-    assert provenance(old, new, True) == {"command": "new", "git": "a; rows added at b", "device": "cpu"}
+    assert measured_by({}, new, True) == new                                    # every row new
+    assert measured_by(old, new, False) == {"command": "old", "git": "a", "device": "cpu"}   # nothing measured
+    assert measured_by(old, new, True) == {"command": "new", "git": "a; rows added at b", "device": "cpu"}

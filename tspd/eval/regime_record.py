@@ -66,7 +66,7 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
         all((before.get("config") or {}).get(k) == settings[k] for k in ROW_SETTINGS)
     rows = {name: row for name, row in before.get("rows", {}).items() if name in {n for n, _, _ in plan}} if kept else {}
     missing = [name for name, _, _ in plan if name not in rows]
-    record = {**meta, **provenance(before if rows else {}, meta, bool(missing)), "config": settings, "rows": rows}
+    record = {**meta, **measured_by(before if rows else {}, meta, bool(missing)), "config": settings, "rows": rows}
     for name, decode, long in plan:
         if name in record["rows"]:
             continue
@@ -80,7 +80,7 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
     return record
 
 
-def provenance(kept: dict, new: dict, measuring: bool) -> dict:
+def measured_by(kept: dict, new: dict, measuring: bool) -> dict:
     """Who measured a record's rows: ``new``'s command, revision and device where no row is kept, the kept
     record's where nothing is measured, and both where rows are added to kept ones."""
     fields = ("command", "git", "device")
