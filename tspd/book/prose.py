@@ -280,7 +280,7 @@ def gpu_speed(device: str = "NVIDIA-H200") -> str:
     row = next(r for r in rec["rows"] if r["batch"] == 1)
     ms = lambda step: f"{1e3 * row[step]['seconds']:.2f} ms"   # noqa: E731
     fast = [g["control_fraction_of_forward"] for k, g in row["generate"].items() if k.endswith("/dual/fast")]
-    same = all(p["same_tokens"] and p["same_nfe"] for k, p in row["parity"].items() if isinstance(p, dict))
+    same = all(p["same_tokens"] and p["same_nfe"] for k, p in row["parity"].items() if "/" in k)
     return (f"at LLaDA-8B's shape, {rec['dtype']}, batch 1, prompt {row['prompt']} + {row['gen']}, block "
             f"{row['block']}, on the {rec['device']} the fast path's dual-cache step takes {ms('dual_step_fast')} (eager "
             f"{ms('dual_step')}: {row['dual_step']['kernels']:,} kernel launches a step) and the full forward "

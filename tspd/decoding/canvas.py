@@ -90,12 +90,11 @@ def prepare_canvas(model, prompts, gen_length: int, *, tokenizer=None, add_speci
     mask_id, device = model.special.mask, model.device
     ids, pmask = prompt_ids(model, prompts, tokenizer, add_special_tokens)
     ids, pmask, truncated = fit(ids, pmask, gen_length, max_positions(model.config), truncate_prompt)
-    ids, pmask = ids.cpu(), pmask.cpu()            # prompts may come on any device; the canvas is built here
     B, P = ids.shape
-    x = torch.cat([ids, torch.full((B, gen_length), mask_id, dtype=torch.long)], 1).to(device)
+    x = torch.cat([ids, ids.new_full((B, gen_length), mask_id)], 1).to(device)   # prompts may come on any device
     if bool(pmask.all()):                          # no padding: positions 0..T-1, nothing to mask out
         return Canvas(x, None, torch.arange(P + gen_length, device=device).expand(B, -1), P, mask_id, truncated)
-    amask = torch.cat([pmask, torch.ones(B, gen_length, dtype=torch.long)], 1).to(device)
+    amask = torch.cat([pmask, pmask.new_ones(B, gen_length)], 1).to(device)
     pos = (amask.cumsum(-1) - 1).clamp_min(0)      # RoPE positions ignore left padding
     return Canvas(x, amask, pos, P, mask_id, truncated)
 

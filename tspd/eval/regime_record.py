@@ -88,9 +88,8 @@ def measured_by(kept: dict, new: dict, measuring: bool) -> dict:
         return {f: new[f] for f in fields}
     if not measuring:
         return {f: kept[f] for f in fields}
-    both = lambda f: kept[f] if kept[f] == new[f] else f"{kept[f]}; rows added at {new[f]}"   # noqa: E731
-    return {"command": new["command"], "git": both("git"),
-            "device": kept["device"] if kept["device"] == new["device"] else f"{kept['device']}; rows added on {new['device']}"}
+    both = lambda f, word: kept[f] if kept[f] == new[f] else f"{kept[f]}; rows added {word} {new[f]}"   # noqa: E731
+    return {"command": new["command"], "git": both("git", "at"), "device": both("device", "on")}
 
 
 def targets(record: dict) -> list[dict]:
