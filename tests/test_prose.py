@@ -72,3 +72,36 @@ def test_filled_rewrites_only_marked_spans_and_refuses_unknown_names():
     assert prose.filled(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"
     with pytest.raises(KeyError, match="unknown marked span"):
         prose.filled("<!-- no-such-fact -->x<!-- /no-such-fact -->")
+
+
+def test_the_lines_are_needed_only_where_the_record_shows_a_cost(tmp_path):
+    """A model whose one-forward final and coarser steps keep vanilla's accuracy is not said to need its lines."""
+    ckpt = tmp_path / "m"
+    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
+    assert "It needs those lines" in prose.model_lines(str(ckpt))
+    evals = json.loads((ckpt / "evals.json").read_text())
+    best = next(r for r in evals if r["policy"] == "vanilla" and r.get("tokens_per_step") == 1)
+    for r in evals:
+        if r["policy"] == "vanilla":
+            r["correct"] = best["correct"]
+    (ckpt / "evals.json").write_text(json.dumps(evals))
+    probes = json.loads((ckpt / "probes.json").read_text())
+    probes["one_pass_final"] = best["correct"] / best["n"]
+    (ckpt / "probes.json").write_text(json.dumps(probes))
+    text = prose.model_lines(str(ckpt))
+    assert "It does not need them to be right" in text and "cost it no accuracy its intervals show" in text
+
+
+def test_the_regime_summary_says_what_the_regime_record_says(tmp_path):
+    """Each figure of the record is stated with its interval, and a target is met only on its whole interval."""
+    ckpt = tmp_path / "m"
+    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
+    record = json.loads((ckpt / "regime.json").read_text())
+    text = prose.regime_summary(str(ckpt))
+    assert f"makes {record['rows']['fast']['tpf']:.2f} non-EOS tokens per forward" in text
+    assert "Targets met: vanilla >= 90 %" in text and "the dual cache <= 2 points for vanilla" in text
+    record["rows"]["vanilla_dual"] = record["rows"]["vanilla"]          # a dual cache that costs vanilla nothing
+    (ckpt / "regime.json").write_text(json.dumps(record))
+    assert "the dual cache costs vanilla 0.0, " in prose.regime_summary(str(ckpt))
+    (ckpt / "regime.json").unlink()
+    assert prose.regime_summary(str(ckpt)) == "its record has no regime figures yet"

@@ -69,35 +69,45 @@ def model_size(model: str = DEFAULT_MODEL) -> str:
     return f"{params / 1e6:.2f}M parameters in {layers} blocks"
 
 
+def _below(correct: int, n: int, reference: float) -> bool:
+    """Whether a row's whole 95 % interval lies below the reference share: a cost the record shows."""
+    return wilson(correct, n)[1] < reference
+
+
 def model_lines(model: str = DEFAULT_MODEL) -> str:
-    """What the model's probes and its tokens-per-step sweep say: it reads its own lines and needs them.
+    """What the model's probes and its tokens-per-step sweep say: it reads its own lines, and whether it needs
+    them (Sec. 1: parallel decoding costs accuracy only where later tokens depend on earlier ones).
 
     Each part comes from its record where the record has it (``probes.json``: the counterfactual copy and
     the one-forward final; ``evals.json``: vanilla at several tokens per step); a part without its record
-    is left out.
+    is left out. A cost is said only of a part whose 95 % interval lies below vanilla's accuracy.
     """
     path = _model_dir(model)
     probes = json.loads((path / "probes.json").read_text()) if (path / "probes.json").is_file() else {}
     evals = json.loads((path / "evals.json").read_text()) if (path / "evals.json").is_file() else []
+    vanilla = vanilla_accuracy(model)
     out = []
     if probes.get("cf_n") and probes.get("cf_next_copied") is not None:
         cf_n = int(probes["cf_n"])
         copied = round(probes["cf_next_copied"] * cf_n)
         out.append(f"with line 1's result altered and everything after it masked, it copies the altered value in "
                    f"{copied} of {cf_n} problems ({_pct(copied / cf_n)})")
-    needs = []
+    parts, costs = [], []
     if probes.get("one_pass_final") is not None and probes.get("n"):
-        one = round(probes["one_pass_final"] * probes["n"])
-        needs.append(f"one forward with the whole answer window masked gets the final right for "
-                     f"{_with_interval(one, int(probes['n']))}")
+        one, n = round(probes["one_pass_final"] * probes["n"]), int(probes["n"])
+        parts.append(f"one forward with the whole answer window masked gets the final right for {_with_interval(one, n)}")
+        costs.append(vanilla is not None and _below(one, n, vanilla.share))
     steps = sorted((r for r in evals if r.get("policy") == "vanilla" and (r.get("tokens_per_step") or 1) > 1),
                    key=lambda r: -r["tokens_per_step"])
-    if steps and vanilla_accuracy(model) is not None:
-        parts = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
-        needs.append(f"fewer steps cost it accuracy: {', '.join(parts)}, against "
-                     f"{model_accuracy(model).replace('**', '')}")
-    if needs:
-        out.append("It needs those lines: " + ", and ".join(needs) if out else ", and ".join(needs))
+    if steps and vanilla is not None:
+        rows = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
+        cost = any(_below(r["correct"], r["n"], vanilla.share) for r in steps)
+        parts.append(f"fewer steps cost it {'accuracy' if cost else 'no accuracy its intervals show'}: "
+                     f"{', '.join(rows)}, against {model_accuracy(model).replace('**', '')}")
+        costs.append(cost)
+    if parts:
+        lead = "It needs those lines: " if any(costs) else "It does not need them to be right: "
+        out.append(lead + ", and ".join(parts) if out else ", and ".join(parts))
     source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
     return ". ".join(out) + f" (`{source}/evals.json`, `probes.json`)" if out else "its record has no probes yet"
 
@@ -125,7 +135,7 @@ def claims_summary() -> str:
 
 
 def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> str:
-    """What the verdicts can mean on ``model`` (the "What reproduces" page prints it): its accuracy, that it
+    """What the verdicts can mean on ``model`` (the "What reproduces" page prints it): its accuracy, whether it
     needs its own lines, and what the caches cost it, each from its record."""
     from tspd.book import claims
     stored = claims.load_all() if stored is None else stored
@@ -133,14 +143,25 @@ def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> s
               if f.quantity.startswith("accuracy")]
     cache_text = "; ".join(f"{f.quantity} {f.value:.1f} (95 % interval {f.lo:.1f} to {f.hi:.1f}, n = {f.n})"
                            for f in caches)
+    lines = model_lines(model)
+    if "It needs those lines" in lines:
+        meaning = ("So the accuracy a policy keeps says something, but a table notebook's intervals are a few points "
+                   "wide at its 200 problems: small accuracy differences stay inconclusive.")
+    else:
+        meaning = ("So parallel decoding costs this model no accuracy that its record shows, and the accuracy columns "
+                   "cannot tell the policies apart: the claims about forwards and wall time carry the comparison.")
+    if any(f.hi < 0 for f in caches):
+        cache = ("Unlike LLaDA-8B (Fast-dLLM's report), this small model loses accuracy to a KV cache "
+                 f"(Table 4: {cache_text}), which weighs on every claim about a cached method. The claims about "
+                 "forwards, wall time and traces do not depend on it.")
+    elif caches:
+        cache = (f"As for LLaDA-8B (Fast-dLLM's report), the KV caches cost it no accuracy that Table 4's intervals "
+                 f"show ({cache_text}).")
+    else:
+        cache = ""
     return (f"**What the verdicts can mean here.** The embedded model answers {model_accuracy(model)} and reads "
-            f"its own worked lines: {model_lines(model)}. So the accuracy a policy keeps says something, but a table "
-            f"notebook's intervals are a few points wide at its 200 problems: small accuracy differences stay "
-            f"inconclusive. Unlike LLaDA-8B (Fast-dLLM's report), this small model loses accuracy to the KV caches"
-            + (f" (Table 4: {cache_text})" if cache_text else "")
-            + ", which weighs on every claim about a cached method. The claims about forwards, wall time and "
-              "traces do not depend on it. An arithmetic task and a small model remain weak evidence about the "
-              "paper's 8B models on GSM8K.")
+            f"its own worked lines: {lines}. {meaning} " + (cache + " " if cache else "")
+            + "An arithmetic task and a small model remain weak evidence about the paper's 8B models on GSM8K.")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -239,6 +260,60 @@ def cache_agreement() -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+# The book model's regime record (<model>/regime.json, tspd.eval.regime_record)
+# ------------------------------------------------------------------------------------------------
+_DECODERS = {"vanilla": "vanilla", "fast": "Fast-dLLM", "tspd_ce": "TSPD + CE"}
+
+
+def regime_summary(model: str = DEFAULT_MODEL) -> str:
+    """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
+    which of issue 32's targets it meets: a bound is met when the whole 95 % interval is on its side."""
+    from tspd.eval.regime_record import targets
+    path = _model_dir(model) / "regime.json"
+    if not path.is_file():
+        return "its record has no regime figures yet"
+    record = json.loads(path.read_text())
+    found = targets(record)
+    ival = lambda t: "" if t["lo"] == t["hi"] else f" ({t['lo']:.1f} to {t['hi']:.1f})"  # noqa: E731
+    theirs = lambda t: f" [{t['anchor'][0]:g}]" if t["anchor"] else ""  # noqa: E731
+    parts, verdicts = [], []     # verdicts: (target's words, met, point met)
+    by_cache: dict[str, list[tuple[str, dict]]] = {}
+    for t in found:
+        if t["target"] == "cache_cost":
+            cache, base = re.match(r"the (\w+) cache costs (\w+)", t["what"]).groups()
+            by_cache.setdefault(cache, []).append((_DECODERS.get(base, base), t))
+            continue
+        if t["target"] == "vanilla":
+            words = f"vanilla >= {t['bound']:g} %"
+        elif t["target"] == "fast_tpf":
+            words = f"TPF <= {t['bound']:g}"
+            parts.append(f"Fast-dLLM at 0.9 without a cache makes {t['value']:.2f} non-EOS tokens per forward"
+                         + (f" [{t['anchor'][0]:g} with the dual cache]" if t["anchor"] else ""))
+        elif t["target"] == "fixed_loss":
+            step = t["what"].split(" loses")[0]
+            words = f"{step} losing >= {t['bound']:g} points"
+            parts.append(f"{step} lose {t['value']:.1f} points{ival(t)}")
+        else:   # long_gap
+            window = re.search(r"at (\d+)", t["what"]).group(1)
+            words = f"vanilla at {window} within {t['bound']:g} points"
+            parts.append(f"vanilla at {window} tokens loses {t['value']:.1f} points{ival(t)} against the same "
+                         f"{record['rows'][f'vanilla_{window}']['n']} problems at {record['gen_length']}{theirs(t)}")
+        verdicts.append((words, t["met"], t["point_met"]))
+    for cache, costs in by_cache.items():
+        parts.append(f"the {cache} cache costs " + ", ".join(f"{who} {t['value']:.1f}{ival(t)}{theirs(t)}"
+                                                             for who, t in costs) + " points")
+        bound = costs[0][1]["bound"]
+        missed = [who for who, t in costs if not t["met"]]
+        verdicts.append((f"the {cache} cache <= {bound:g} points" + (f" for {', '.join(missed)}" if missed else ""),
+                         not missed, all(t["point_met"] for _, t in costs)))
+    met = [w for w, ok, _ in verdicts if ok]
+    missed = [w + (" (its point estimate is within)" if point else "") for w, ok, point in verdicts if not ok]
+    source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    return (f"window {record['gen_length']} / block {record['block_length']}, n = {record['config']['n']} unless said, "
+            f"95 % paired intervals, LLaDA-8B-Instruct's own figures in brackets: " + "; ".join(parts)
+            + f". Targets met: {'; '.join(met) or 'none'}. Missed: {'; '.join(missed) or 'none'} (`{source}`)")
+
+# ------------------------------------------------------------------------------------------------
 # The README's lm-eval example (results/lmeval_example.json)
 # ------------------------------------------------------------------------------------------------
 def _lmeval() -> dict:
@@ -294,6 +369,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "model-accuracy": model_accuracy,
     "model-size": model_size,
     "model-lines": model_lines,
+    "regime-summary": regime_summary,
     "claims-summary": claims_summary,
     "controller-comparisons": controller_comparisons,
     "controller-overview": controller_overview,
