@@ -3,8 +3,9 @@
 # the seconds given (default 480), then pack the run into OUT_DIR (default runs/) as g1.tgz.* pieces of
 # 15 MB (a lent machine returns at most 8 files of 16 MiB). Usage, from the repository root:
 #     bash scripts/gpu_train.sh [SECONDS] [OUT_DIR]
-# It resumes results/training/g1-chain-gpu (copied to runs/g1) with its own options, 12 batch-building
-# processes (tspd.training.lm.stream: the first sitting was bound by one thread's 2.6k sequences/s) and
+# It resumes results/training/g1-chain-gpu (copied to runs/g1) with its own options, WORKERS batch-building
+# processes (default 0: one background thread; on the H100 of 2026-11-26, 12 processes gave 290-460k
+# positions/s against one thread's 570-850k, see the record's README) and
 # a schedule stretched to the training minutes so far plus what SECONDS leaves after ~100 s for the
 # tokenizer, the evaluations and packing. Judge the result as any try: eval_log.csv / TRAINING.md.
 set -euo pipefail
@@ -28,7 +29,7 @@ train() {   # train(WORKERS, SECONDS)
 }
 start=$SECONDS
 # the batch-building processes have not run on a GPU machine yet: a quick failure falls back to one thread
-train 12 "$seconds" || { rc=$?; [ $rc -ne 124 ] && [ $((SECONDS - start)) -lt 120 ] && \
+train "${WORKERS:-0}" "$seconds" || { rc=$?; [ $rc -ne 124 ] && [ $((SECONDS - start)) -lt 120 ] && \
   echo "train-lm failed (exit $rc) in $((SECONDS - start)) s: again with one batch thread" && \
   train 0 $((seconds - (SECONDS - start))); } || true
 tar czf "$out/g1.tgz" -C runs g1 && split -b 15m "$out/g1.tgz" "$out/g1.tgz." && rm "$out/g1.tgz"

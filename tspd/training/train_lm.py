@@ -120,11 +120,11 @@ def start(cfg: LMTrainConfig, out: Path, log) -> Run:
         net.load_state_dict(state["model"])
         run.opt.load_state_dict(state["opt"])
         if state["gen"].numel() == run.gen.get_state().numel():
-            run.gen.set_state(state["gen"])
+            run.gen.set_state(state["gen"].cpu())   # RNG states are CPU byte tensors
         else:   # saved on another kind of device: the masking noise goes on from a seed of its own
             run.gen.manual_seed(cfg.seed + state["info"]["step"])
             log(f"the masking noise's generator was saved on another device: reseeded at step {state['info']['step']}")
-        torch.set_rng_state(state["torch_rng"])
+        torch.set_rng_state(state["torch_rng"].cpu())
         info = run.info
         info.update({k: state["info"][k] for k in ("step", "tokens", "train_seconds", "curve", "recent", "resumes")})
         info.update(command=state["info"]["command"], resumes=info["resumes"] + 1, resumed_by=command_line(cfg),
