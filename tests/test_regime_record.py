@@ -41,6 +41,14 @@ def test_targets_are_met_only_when_the_interval_is_on_their_side():
     assert got["vanilla at 512 loses against 256, points"]["value"] == pytest.approx(10.0)
 
 
+def test_targets_say_what_each_row_measures():
+    got = {t["what"]: t for t in targets(RECORD)}
+    cost = got["the dual cache costs fast, points"]
+    assert (cost["cache"], cost["decoder"]) == ("dual", "fast")
+    assert got["4 tokens per step loses, points"]["tokens_per_step"] == 4
+    assert got["vanilla at 512 loses against 256, points"]["window"] == 512
+
+
 def test_markdown_shows_the_anchors_as_theirs_and_replaces_its_own_section(tmp_path):
     lines = markdown(RECORD)
     text = "\n".join(lines)
@@ -119,7 +127,6 @@ def test_the_stored_regime_record_of_the_default_model_reproduces():
         assert isinstance(plan[name], DecodeConfig)
         again = score(model, task, problems, plan[name], batch=len(problems))
         assert again["right"] == record["rows"][name]["right"][:len(problems)], name
-
 
 
 def test_a_record_names_who_measured_its_rows():

@@ -76,7 +76,12 @@ def _below(correct: int, n: int, reference: float) -> bool:
 
 def model_lines(model: str = DEFAULT_MODEL) -> str:
     """What the model's probes and its tokens-per-step sweep say: it reads its own lines, and whether it needs
-    them (Sec. 1: parallel decoding costs accuracy only where later tokens depend on earlier ones).
+    them (Sec. 1: parallel decoding costs accuracy only where later tokens depend on earlier ones)."""
+    return _lines(model)[0]
+
+
+def _lines(model: str) -> tuple[str, bool]:
+    """:func:`model_lines`'s text and whether it says the model needs its lines.
 
     Each part comes from its record where the record has it (``probes.json``: the counterfactual copy and
     the one-forward final; ``evals.json``: vanilla at several tokens per step); a part without its record
@@ -105,11 +110,14 @@ def model_lines(model: str = DEFAULT_MODEL) -> str:
         parts.append(f"fewer steps cost it {'accuracy' if cost else 'no accuracy its intervals show'}: "
                      f"{', '.join(rows)}, against {model_accuracy(model).replace('**', '')}")
         costs.append(cost)
+    needs = any(costs)
     if parts:
-        lead = "It needs those lines: " if any(costs) else "It does not need them to be right: "
+        lead = "It needs those lines: " if needs else "It does not need them to be right: "
         out.append(lead + ", and ".join(parts) if out else ", and ".join(parts))
     source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    return ". ".join(out) + f" (`{source}/evals.json`, `probes.json`)" if out else "its record has no probes yet"
+    if not out:
+        return "its record has no probes yet", False
+    return ". ".join(out) + f" (`{source}/evals.json`, `probes.json`)", needs
 
 
 # ------------------------------------------------------------------------------------------------
@@ -143,8 +151,8 @@ def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> s
               if f.quantity.startswith("accuracy")]
     cache_text = "; ".join(f"{f.quantity} {f.value:.1f} (95 % interval {f.lo:.1f} to {f.hi:.1f}, n = {f.n})"
                            for f in caches)
-    lines = model_lines(model)
-    if "It needs those lines" in lines:
+    lines, needs = _lines(model)
+    if needs:
         meaning = ("So the accuracy a policy keeps says something, but a table notebook's intervals are a few points "
                    "wide at its 200 problems: small accuracy differences stay inconclusive.")
     else:
@@ -280,8 +288,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
     by_cache: dict[str, list[tuple[str, dict]]] = {}
     for t in found:
         if t["target"] == "cache_cost":
-            cache, base = re.match(r"the (\w+) cache costs (\w+)", t["what"]).groups()
-            by_cache.setdefault(cache, []).append((_DECODERS.get(base, base), t))
+            by_cache.setdefault(t["cache"], []).append((_DECODERS.get(t["decoder"], t["decoder"]), t))
             continue
         if t["target"] == "vanilla":
             words = f"vanilla >= {t['bound']:g} %"
@@ -290,11 +297,11 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
             parts.append(f"Fast-dLLM at 0.9 without a cache makes {t['value']:.2f} non-EOS tokens per forward"
                          + (f" [{t['anchor'][0]:g} with the dual cache]" if t["anchor"] else ""))
         elif t["target"] == "fixed_loss":
-            step = t["what"].split(" loses")[0]
+            step = f"{t['tokens_per_step']} tokens per step"
             words = f"{step} losing >= {t['bound']:g} points"
             parts.append(f"{step} lose {t['value']:.1f} points{ival(t)}")
         else:   # long_gap
-            window = re.search(r"at (\d+)", t["what"]).group(1)
+            window = t["window"]
             words = f"vanilla at {window} within {t['bound']:g} points"
             parts.append(f"vanilla at {window} tokens loses {t['value']:.1f} points{ival(t)} against the same "
                          f"{record['rows'][f'vanilla_{window}']['n']} problems at {record['gen_length']}{theirs(t)}")

@@ -98,30 +98,33 @@ def targets(record: dict) -> list[dict]:
     rows = record["rows"]
     out = []
 
-    def add(key, what, value, lo, hi, anchor=None):
+    def add(key, what, value, lo, hi, anchor=None, **about):
+        """``about``: what the row measures, for readers of the list (cache, decoder, window, tokens_per_step)."""
         bound, kind, label = TARGETS[key]
         met = (lo >= bound) if kind == "min" else (hi <= bound)
         out.append({"target": key, "what": what or label, "value": value, "lo": lo, "hi": hi, "bound": bound,
                     "kind": kind, "met": met, "point_met": value >= bound if kind == "min" else value <= bound,
-                    "anchor": anchor})
+                    "anchor": anchor, **about})
 
     v = rows["vanilla"]
     lo, hi = wilson(v["correct"], v["n"])
     add("vanilla", None, 100 * v["accuracy"], 100 * lo, 100 * hi)
     add("fast_tpf", None, rows["fast"]["tpf"], rows["fast"]["tpf"], rows["fast"]["tpf"], ANCHORS["fast_tpf"])
     fixed = next(k for k in rows if k.startswith("fixed"))
-    add("fixed_loss", f"{fixed[5:]} tokens per step loses, points", *paired_gap(v["right"], rows[fixed]["right"]))
+    add("fixed_loss", f"{fixed[5:]} tokens per step loses, points", *paired_gap(v["right"], rows[fixed]["right"]),
+        tokens_per_step=int(fixed[5:]))
     for base in ("vanilla", "fast", "tspd_ce"):
         for cache in record["config"]["caches"]:
             if f"{base}_{cache}" in rows and base in rows:
                 anchor = {("fast", "dual"): ANCHORS["fast_dual_cost"],
                           ("tspd_ce", "dual"): ANCHORS["tspd_ce_dual_cost"]}.get((base, cache))
                 add("cache_cost", f"the {cache} cache costs {base}, points",
-                    *paired_gap(rows[base]["right"], rows[f"{base}_{cache}"]["right"]), anchor)
+                    *paired_gap(rows[base]["right"], rows[f"{base}_{cache}"]["right"]), anchor, cache=cache, decoder=base)
     for w in record["config"]["long_windows"]:
         if f"vanilla_{w}" in rows:
             add("long_gap", f"vanilla at {w} loses against {record['gen_length']}, points",
-                *paired_gap(rows["vanilla_short"]["right"], rows[f"vanilla_{w}"]["right"]), ANCHORS["long_window_gap"])
+                *paired_gap(rows["vanilla_short"]["right"], rows[f"vanilla_{w}"]["right"]), ANCHORS["long_window_gap"],
+                window=int(w))
     return out
 
 
