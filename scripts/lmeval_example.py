@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -81,6 +83,7 @@ def run(ex: Example, threads: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        torch.set_num_threads(threads)   # so that device_name states the commands' thread count
         model = "" if ex.model == DEFAULT_MODEL else f" --model {ex.model}"
         record = {"limit": LIMIT, "model_args": ex.model_args, "threads": threads, "device": device_name("cpu"),
                   "date": time.strftime("%Y-%m-%d"),

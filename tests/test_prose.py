@@ -67,6 +67,13 @@ def test_a_fact_follows_its_record(tmp_path, monkeypatch):
     assert "`lm_eval` accuracy 0.16" in prose.lmeval_numbers()
 
 
+def test_a_table_of_another_model_says_which_model_it_is_of():
+    from tspd.models.loading import DEFAULT_MODEL
+    assert prose._measured_on({"model": DEFAULT_MODEL, "gen_length": 256}) == ""
+    said = prose._measured_on({"model": "other-model", "gen_length": 64})
+    assert "`other-model`, window 64" in said and DEFAULT_MODEL in said
+
+
 def test_filled_rewrites_only_marked_spans_and_refuses_unknown_names():
     text = "a <!-- model-size -->old<!-- /model-size --> b"
     assert prose.filled(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"

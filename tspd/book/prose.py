@@ -179,6 +179,15 @@ def _table() -> dict:
     return json.loads((RESULTS / "embedded_controllers.json").read_text())
 
 
+def _measured_on(result: dict) -> str:
+    """Nothing when a stored table is of the book's model, else which model and window it is of (a switch of
+    the book's model lands before its 500-problem tables are measured again)."""
+    if result.get("model", DEFAULT_MODEL) == DEFAULT_MODEL:
+        return ""
+    window = f", window {result['gen_length']}" if result.get("gen_length") else ""
+    return f"measured on `{result['model']}`{window}, not on the book's `{DEFAULT_MODEL}`"
+
+
 def _runs(table: dict) -> dict[tuple, dict[str, dict]]:
     """(controller, ce, cache) -> {problem id: row} of each run of the table."""
     folder = RESULTS / "controller_table"
@@ -241,7 +250,7 @@ def controller_overview() -> str:
             f"{span([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
             f"{span([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
             f"and with the dual cache {span([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table['n']} each, "
-            f"the README's controller table)")
+            f"the README's controller table" + (f"; {_measured_on(table)}" if _measured_on(table) else "") + ")")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -264,7 +273,7 @@ def cache_agreement() -> str:
     return (f"The no-cache answer is kept by {keeps} of the {result['n']} problems. At the first parting the "
             f"no-cache run's top-1/top-2 margin (slack) has a median of {span('median_slack', '.2f')} and the cache "
             f"moved the top-1 confidences by a median of {span('median_shift', '.2f')} (shift); {near} of {parted} "
-            f"partings are near-ties.{when}")
+            f"partings are near-ties.{when}" + (f" These figures were {_measured_on(result)}." if _measured_on(result) else ""))
 
 
 # ------------------------------------------------------------------------------------------------
