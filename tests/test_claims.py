@@ -189,6 +189,13 @@ def test_stored_verdicts_round_trip(tmp_path, capsys):
         store.report("table99", {"arith": c}, claims_dir=tmp_path)
 
 
+def test_a_verdict_read_back_is_the_verdict_printed_at_a_bound():
+    """An interval end a float's error away from the bound is the bound (as the stored file keeps it)."""
+    from tspd.book.claims.stats import Finding
+    f = Finding("gap", -3.5, -6.5, -1.0000000001, 200, bound=-1.0, above=True)
+    assert f.hi == -1.0 and f.verdict == Finding.from_dict(f.to_dict()).verdict == claims.OPEN
+
+
 def _verdict_cell(name: str):
     import nbformat
     from tspd.provenance import REPO_ROOT

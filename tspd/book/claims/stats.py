@@ -104,6 +104,9 @@ def mean_ratio(a, b) -> float:
     return float(np.mean(b)) / max(float(np.mean(a)), 1e-12)
 
 
+DIGITS = 6   # decimals a finding keeps (its value and interval ends)
+
+
 @dataclass
 class Finding:
     """One measured quantity: its value and interval on ``n`` problems, and the side it is claimed on.
@@ -119,6 +122,11 @@ class Finding:
     bound: float = 0.0
     above: bool = True
     band: tuple[float, float] | None = None
+
+    def __post_init__(self):
+        # kept at the precision results/claims stores, so that a verdict read back is the verdict printed
+        # (a bootstrap end of -1.0000000001 against a bound of -1 would otherwise part the two)
+        self.value, self.lo, self.hi = (round(float(x), DIGITS) for x in (self.value, self.lo, self.hi))
 
     @property
     def verdict(self) -> str:
@@ -139,8 +147,7 @@ class Finding:
         return f"{self.quantity}: {self.value:.2f} [{self.lo:.2f}, {self.hi:.2f}] (claimed {self.side}; n {self.n})"
 
     def to_dict(self) -> dict:
-        d = {"quantity": self.quantity, "value": round(self.value, 6), "lo": round(self.lo, 6),
-             "hi": round(self.hi, 6), "n": self.n}
+        d = {"quantity": self.quantity, "value": self.value, "lo": self.lo, "hi": self.hi, "n": self.n}
         d.update({"band": list(self.band)} if self.band is not None else {"bound": self.bound, "above": self.above})
         return d
 
