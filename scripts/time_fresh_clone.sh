@@ -8,7 +8,8 @@ repo=$(pwd)
 clone=${1:-/tmp/tspd-fresh-clone}
 rm -rf "$clone"
 git clone -q "$repo" "$clone"
-[ -d "$repo/../shared" ] && [ ! -e "$clone/../shared" ] && echo "note: $clone/../shared is missing (tests that need it skip)"
+shared=True; [ -e "$clone/../shared" ] || shared=False
+[ $shared = False ] && echo "note: $clone/../shared is missing (tests that need it skip)"
 cd "$clone"
 revision=$(git rev-parse --short HEAD)
 load=$(cut -d" " -f1 /proc/loadavg)
@@ -27,7 +28,7 @@ from tspd.provenance import device_name
 json.dump({"command": "bash scripts/time_fresh_clone.sh", "revision": "$revision", "date": time.strftime("%Y-%m-%d"),
            "device": device_name("cpu").split(" (")[0], "cores": os.cpu_count(),
            "load_average_before": $load, "tests_seconds": $((t1 - t0)), "tests_exit": $test_rc,
-           "tests_summary": "$summary", "book_seconds": $((t2 - t1))}, open(sys.argv[1], "w"), indent=1)
+           "tests_summary": "$summary", "book_seconds": $((t2 - t1)), "shared": $shared}, open(sys.argv[1], "w"), indent=1)
 open(sys.argv[1], "a").write("\n")
 PY
 echo "tests: $((t1 - t0)) s ($summary, exit $test_rc); book: $((t2 - t1)) s -> results/fresh_clone.json"

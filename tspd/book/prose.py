@@ -359,7 +359,9 @@ def fresh_clone_times() -> str:
     rec = json.loads((RESULTS / "fresh_clone.json").read_text())
     return (f"From a fresh clone at {rec['revision']} on a {rec['cores']}-core {rec['device']} ({rec['date']}, 1-minute "
             f"load average {rec['load_average_before']} before it), the tests "
-            f"took {rec['tests_seconds'] / 60:.1f} minutes ({rec['tests_summary'].split(' in ')[0]}; creating `.venv` included) and the "
+            f"took {rec['tests_seconds'] / 60:.1f} minutes ({rec['tests_summary'].split(' in ')[0]}; creating `.venv` included"
+            + ("; no `../shared` beside the clone, so the tests that read it skipped" if rec.get("shared") is False else "")
+            + ") and the "
             f"main job, run next in the same clone, {rec['book_seconds'] / 60:.1f} minutes "
             f"(`{rec['command']}`, `results/fresh_clone.json`)")
 
