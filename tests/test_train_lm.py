@@ -424,6 +424,21 @@ def test_worker_processes_build_the_threads_batches_in_order(tokenizer):
     assert not any(b.is_alive() for b in workers.builders)
 
 
+def test_batch_seeds_give_each_batch_its_own_draw_whoever_builds_it(tokenizer):
+    from tspd.training.lm.stream import BatchStream
+    opts = dict(out="", batch_size=4, gen_length=64, alter_frac=0.5, batch_seeds=True)
+    thread = BatchStream(tokenizer, LMTrainConfig(**opts))
+    workers = BatchStream(tokenizer, LMTrainConfig(**opts, data_workers=2), skip_batches=3)
+    stream = BatchStream(tokenizer, LMTrainConfig(**{**opts, "batch_seeds": False}))
+    try:
+        first = [next(thread) for _ in range(8)]
+        later = [next(workers) for _ in range(5)]
+        assert all(torch.equal(x.input_ids, y.input_ids) for x, y in zip(first[3:], later))   # resumed, in workers
+        assert not torch.equal(first[0].input_ids, next(stream).input_ids)      # other problems than the one stream's
+    finally:
+        thread.close(), workers.close(), stream.close()
+
+
 def test_a_worker_process_hands_its_error_to_the_loop(tokenizer):
     from tspd.training.lm.stream import BatchStream
     stream = BatchStream(tokenizer, LMTrainConfig(out="", batch_size=2, gen_length=16, data_workers=2))
@@ -468,3 +483,24 @@ def test_training_refuses_a_negative_worker_count_and_a_gpu_torch_cannot_see():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="sees no CUDA GPU"):
             LMTrainConfig(out="", device="cuda")
+
+
+def _stream_rate():
+    import importlib.util
+    from tspd.provenance import REPO_ROOT
+    spec = importlib.util.spec_from_file_location("stream_rate", REPO_ROOT / "scripts" / "stream_rate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stream_rate_times_each_worker_count_and_names_the_fastest(tmp_path, capsys):
+    from tspd.models.char_tokenizer import build_tokenizer
+    build_tokenizer(tmp_path)
+    main = _stream_rate().main
+    assert main(["--workers", "0", "--seconds", "0.2", "--", "--out", str(tmp_path), "--batch-size", "2",
+                 "--gen-length", "64"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "0" and "workers 0:" in err and "problems/s" in err
+    assert main(["--", "--out", str(tmp_path / "none")]) == 2                 # no started run: one line
+    assert "no tokenizer.json" in capsys.readouterr().err

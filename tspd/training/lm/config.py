@@ -55,6 +55,7 @@ class LMTrainConfig:
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
     eval_batch: int = 500          # prompts per generate() call
     data_workers: int = 0          # processes building batches, same batches (a GPU's step outruns one thread); 0: a thread
+    batch_seeds: bool = False      # draw each batch's problems from a seed of its own, so workers split the drawing and a resume skips at once (off: one stream, as older runs)
     save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
     log_every: int = 25            # steps between log lines (and at least one a minute)
     prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile

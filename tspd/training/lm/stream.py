@@ -3,10 +3,14 @@
 Batch ``i`` is a function of the run's seed and ``i`` alone: its task (``--mix-tasks``), window
 (``--long-windows``), alterations and operand orders are drawn from generators seeded by ``i``, and its
 problems are the next ``batch_size`` of its task's stream. So a resumed run replays the streams' draws up
-to its step, and ``--data-workers N`` processes can build every N-th batch each (each replays the cheap
+to its step, and ``--data-workers N`` processes can build every N-th batch each (each replays the
 problem draws of all batches and tokenizes only its own): the same batches, in the same order, as the one
-background thread, fast enough for a GPU's step (one thread builds about 4k sequences of 256 tokens a
-second on this CPU; a small model's step on a GPU eats 20k).
+background thread (one thread builds about 4k sequences of 256 tokens a second on this CPU; a small model's
+step on a GPU eats 20k). Replaying the draws is not cheap: on an H100, 12 processes fed the step more
+slowly than one thread (g1's record). With ``--batch-seeds`` each batch draws from a seed of its own
+(``<seed>-batch<index>``), so a worker draws only its own batches and a resume skips without drawing;
+those are other batches than the one stream's (equally drawn), so turning it on at a resume goes on with
+other problems, not with a replay.
 """
 from __future__ import annotations
 
@@ -56,6 +60,14 @@ class BatchStream:
             if self.cfg.data_workers:                     # a worker process: one thread each
                 torch.set_num_threads(1)
                 os.environ["TOKENIZERS_PARALLELISM"] = "false"
+            if self.cfg.batch_seeds:                      # each batch its own stream: nothing to replay
+                while not self.stop.is_set():
+                    if index % workers == worker:
+                        name = self._task_of(index)
+                        drawn = generated_task(name).iter_train(f"{self.cfg.seed}-batch{index}")
+                        self._put(out, self._batch(index, name, [next(drawn) for _ in range(self.cfg.batch_size)]))
+                    index += 1
+                return
             problems = {name: generated_task(name).iter_train(self.cfg.seed) for name in tasks(self.cfg)}
             for i in range(index):                        # a resumed run continues the same streams
                 stream = problems[self._task_of(i)]
