@@ -29,6 +29,15 @@ def test_every_marked_span_says_what_its_record_says(page):
         assert body == prose.FACTS[name](), f"{page}: <!-- {name} --> is stale: run scripts/fill_records.py"
 
 
+@pytest.mark.parametrize("page", prose.PAGES)
+def test_no_inline_span_starts_a_line(page):
+    """A line that starts with an HTML comment is an HTML block in Markdown: the text after the marker would
+    show raw (backticks and bold unrendered) and break the paragraph. Inline spans follow other text."""
+    starts = [line[:60] for line in (REPO_ROOT / page).read_text().splitlines()
+              if re.match(r"\s*<!-- [a-z0-9-]+ -->\S", line)]
+    assert not starts, f"{page}: spans that start a line: {starts}"
+
+
 def _outside_spans(text: str) -> list[str]:
     """The page's prose lines outside marked spans, code blocks and tables."""
     text = prose.MARK.sub("", text)
