@@ -109,24 +109,28 @@ def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
     assert len(fig.axes) == 5 and sum(len(ax.lines) for ax in fig.axes) >= 6
 
 
-def test_the_stored_regime_record_of_the_default_model_reproduces():
-    """The first problems of the committed record, decoded again with the current code, answer alike."""
+@pytest.mark.parametrize("name, rows", [
+    ("tiny-arith", ("fast", "vanilla_dual")),                                 # the tests' model
+    pytest.param("tiny-arith-256", ("fast", "fast_dual"), marks=pytest.mark.slow),   # the book's: cheap rows only
+])
+def test_a_shipped_regime_record_reproduces(name, rows):
+    """The first batch of the committed record, decoded again with the current code, answers alike."""
     from tspd.decoding.config import DecodeConfig
     from tspd.eval.regime import RegimeConfig, decodings, score
     from tspd.eval.regime_record import weights_hash
     from tspd.eval.tasks.generated import generated_task
     from tspd.models.loading import load_model, resolve_path
-    path = resolve_path("tiny-arith")
+    path = resolve_path(name)
     record = json.loads((path / "regime.json").read_text())
     assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd regime"
     model, task = load_model(path), generated_task(record["task"])
     plan = {name: d for name, d, _ in decodings(RegimeConfig.from_dict(record["config"]), record["gen_length"],
                                                  record["block_length"])}
     problems = task.load_split("test", record["config"]["batch"])   # the record's first batch, as it was decoded
-    for name in ("fast", "vanilla_dual"):
-        assert isinstance(plan[name], DecodeConfig)
-        again = score(model, task, problems, plan[name], batch=len(problems))
-        assert again["right"] == record["rows"][name]["right"][:len(problems)], name
+    for row in rows:
+        assert isinstance(plan[row], DecodeConfig)
+        again = score(model, task, problems, plan[row], batch=len(problems))
+        assert again["right"] == record["rows"][row]["right"][:len(problems)], row
 
 
 def test_a_record_names_who_measured_its_rows():
