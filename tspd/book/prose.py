@@ -246,11 +246,12 @@ def controller_overview() -> str:
                               ("learn2pd", False, "none")] if k in rows]
     dual = [rows[(r["controller"], r["ce"], "dual")] for r in keep if (r["controller"], r["ce"], "dual") in rows]
     span = lambda xs, f: f"{min(xs):{f}}-{max(xs):{f}}"  # noqa: E731
+    other = _measured_on(table)
     return (f"without a KV cache, TSPD + CE, Fast-dLLM, Credit Decoding and Learn2PD need "
             f"{span([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
             f"{span([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
             f"and with the dual cache {span([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table['n']} each, "
-            f"the README's controller table" + (f"; {_measured_on(table)}" if _measured_on(table) else "") + ")")
+            f"the README's controller table" + (f"; {other}" if other else "") + ")")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -268,12 +269,13 @@ def cache_agreement() -> str:
     near = sum(r.get("near_tie", 0) for r in rows)
     span = lambda k, f: f"{min(r[k] for r in rows):{f}}-{max(r[k] for r in rows):{f}}"  # noqa: E731
     late = [r for r in rows if r["policy"] == "vanilla"]
+    other = _measured_on(result)
     when = (f" Vanilla's partings come a median {min(r['median_step_in_block'] for r in late):.0f}-"
             f"{max(r['median_step_in_block'] for r in late):.0f} forwards after the start of their block." if late else "")
     return (f"The no-cache answer is kept by {keeps} of the {result['n']} problems. At the first parting the "
             f"no-cache run's top-1/top-2 margin (slack) has a median of {span('median_slack', '.2f')} and the cache "
             f"moved the top-1 confidences by a median of {span('median_shift', '.2f')} (shift); {near} of {parted} "
-            f"partings are near-ties.{when}" + (f" These figures were {_measured_on(result)}." if _measured_on(result) else ""))
+            f"partings are near-ties.{when}" + (f" These figures were {other}." if other else ""))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -60,24 +60,21 @@ class BatchStream:
             if self.cfg.data_workers:                     # a worker process: one thread each
                 torch.set_num_threads(1)
                 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-            if self.cfg.batch_seeds:                      # each batch its own stream: nothing to replay
-                while not self.stop.is_set():
-                    if index % workers == worker:
-                        name = self._task_of(index)
-                        drawn = generated_task(name).iter_train(f"{self.cfg.seed}-batch{index}")
-                        self._put(out, self._batch(index, name, [next(drawn) for _ in range(self.cfg.batch_size)]))
-                    index += 1
-                return
+            seeded = self.cfg.batch_seeds                 # each batch its own stream: nothing to replay
             problems = {name: generated_task(name).iter_train(self.cfg.seed) for name in tasks(self.cfg)}
-            for i in range(index):                        # a resumed run continues the same streams
-                stream = problems[self._task_of(i)]
-                for _ in range(self.cfg.batch_size):
-                    next(stream)
+
+            def draw(i: int, name: str) -> list[dict]:
+                stream = generated_task(name).iter_train(f"{self.cfg.seed}-batch{i}") if seeded else problems[name]
+                return [next(stream) for _ in range(self.cfg.batch_size)]
+
+            for i in range(0 if seeded else index):       # a resumed run continues the same streams
+                draw(i, self._task_of(i))
             while not self.stop.is_set():
                 name = self._task_of(index)
-                chunk = [next(problems[name]) for _ in range(self.cfg.batch_size)]
                 if index % workers == worker:
-                    self._put(out, self._batch(index, name, chunk))
+                    self._put(out, self._batch(index, name, draw(index, name)))
+                elif not seeded:                          # another worker's batch: keep the one stream in step
+                    draw(index, name)
                 index += 1
         except BaseException as e:   # hand the error to the training loop instead of leaving it waiting
             self._put(out, e)
