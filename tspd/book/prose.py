@@ -3,7 +3,7 @@
 A page marks such text as ``<!-- NAME -->...<!-- /NAME -->``; :data:`FACTS` maps each NAME to the
 function that writes the text from the stored record that holds its numbers (a checkpoint's
 ``evals.json`` / ``probes.json``, ``results/claims``, the 500-problem controller table's runs,
-``results/cache_agreement.json``, ``results/lmeval_example.json``). ``python scripts/fill_records.py``
+``results/cache_agreement.json``, ``results/lmeval_example.json``, ``results/bench``). ``python scripts/fill_records.py``
 rewrites every marked span of :data:`PAGES` from the records (:func:`rewrite`); ``tests/test_prose.py`` fails when a
 span says anything else, so a stated number cannot drift from its record. Accuracy differences are
 stated with n and a 95 % interval (paired bootstrap over the same problems, :mod:`tspd.book.claims`);
@@ -385,6 +385,26 @@ def gpu_speed(device: str = "NVIDIA-H200") -> str:
             f"{100 * min(fast):.1f}-{100 * max(fast):.1f} % of a fast-path forward (`results/gpu/{device}.json`)")
 
 
+def loop_overhead(name: str = "loop-AMD-EPYC-1-thread.json") -> str:
+    """What a decoding step costs beyond its forward (``python -m tspd bench-loop``, ``results/bench/<name>``),
+    for each setting that has a target (issue 34's, stored in each row), without / with the prefix / dual cache."""
+    rec = json.loads((RESULTS / "bench" / name).read_text())
+    groups: dict[tuple, list[dict]] = {}
+    for r in rec["rows"]:
+        if r.get("target") is not None:
+            groups.setdefault((r["policy"], r["ce"]), []).append(r)
+    parts, met, missed = [], [], []
+    for (policy, ce), rows in groups.items():
+        label = POLICY_NAMES.get(policy, policy) + (" + CE" if ce else "")
+        shares = " / ".join(f"{100 * r['rest_of_forward']:.1f}" for r in rows)
+        parts.append(f"{label} {shares} % ({' / '.join(r['cache'] for r in rows)}; target {100 * rows[0]['target']:.0f} %)")
+        for r in rows:
+            (met if r["meets_target"] else missed).append(f"{label} / {r['cache']}")
+    return (f"on `{rec['model']}` at gen {rec['gen_length']} / block {rec['block_length']}, batch 1, {rec['device']}, "
+            f"everything but the forward costs {'; '.join(parts)} of a forward; targets met: {', '.join(met) or 'none'}; "
+            f"missed: {', '.join(missed) or 'none'} (`results/bench/{name}`, revision {rec['revision']})")
+
+
 FACTS: dict[str, Callable[[], str]] = {
     "model-accuracy": model_accuracy,
     "model-size": model_size,
@@ -398,6 +418,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "lmeval-times": lmeval_times,
     "fresh-clone-times": fresh_clone_times,
     "gpu-speed": gpu_speed,
+    "loop-overhead": loop_overhead,
 }
 
 
