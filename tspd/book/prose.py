@@ -28,6 +28,12 @@ POLICY_NAMES = {"vanilla": "vanilla", "fast-dllm": "Fast-dLLM", "credit": "Credi
                 "learn2pd": "Learn2PD", "tspd": "TSPD"}
 
 
+def span_of(values, fmt: str) -> str:
+    """``lo-hi`` of ``values`` in format ``fmt``, or the one value when both read the same."""
+    lo, hi = f"{min(values):{fmt}}", f"{max(values):{fmt}}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
 def _pct(share: float) -> str:
     return f"{100 * share:.1f} %"
 
@@ -245,12 +251,11 @@ def controller_overview() -> str:
     keep = [rows[k] for k in [("tspd", True, "none"), ("fast-dllm", False, "none"), ("credit", False, "none"),
                               ("learn2pd", False, "none")] if k in rows]
     dual = [rows[(r["controller"], r["ce"], "dual")] for r in keep if (r["controller"], r["ce"], "dual") in rows]
-    span = lambda xs, f: f"{min(xs):{f}}-{max(xs):{f}}"  # noqa: E731
     other = _measured_on(table)
     return (f"without a KV cache, TSPD + CE, Fast-dLLM, Credit Decoding and Learn2PD need "
-            f"{span([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
-            f"{span([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
-            f"and with the dual cache {span([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table['n']} each, "
+            f"{span_of([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
+            f"{span_of([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
+            f"and with the dual cache {span_of([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table['n']} each, "
             f"the README's controller table" + (f"; {other}" if other else "") + ")")
 
 
@@ -267,14 +272,13 @@ def cache_agreement() -> str:
                       for p, rs in by_policy.items())
     parted = sum(r["parted"] for r in rows)
     near = sum(r.get("near_tie", 0) for r in rows)
-    span = lambda k, f: f"{min(r[k] for r in rows):{f}}-{max(r[k] for r in rows):{f}}"  # noqa: E731
     late = [r for r in rows if r["policy"] == "vanilla"]
     other = _measured_on(result)
-    when = (f" Vanilla's partings come a median {min(r['median_step_in_block'] for r in late):.0f}-"
-            f"{max(r['median_step_in_block'] for r in late):.0f} forwards after the start of their block." if late else "")
+    when = (f" Vanilla's partings come a median {span_of([r['median_step_in_block'] for r in late], '.0f')} forwards "
+            f"after the start of their block." if late else "")
     return (f"The no-cache answer is kept by {keeps} of the {result['n']} problems. At the first parting the "
-            f"no-cache run's top-1/top-2 margin (slack) has a median of {span('median_slack', '.2f')} and the cache "
-            f"moved the top-1 confidences by a median of {span('median_shift', '.2f')} (shift); {near} of {parted} "
+            f"no-cache run's top-1/top-2 margin (slack) has a median of {span_of([r['median_slack'] for r in rows], '.2f')} and the cache "
+            f"moved the top-1 confidences by a median of {span_of([r['median_shift'] for r in rows], '.2f')} (shift); {near} of {parted} "
             f"partings are near-ties.{when}" + (f" These figures were {other}." if other else ""))
 
 
