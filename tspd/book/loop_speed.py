@@ -67,7 +67,7 @@ def draw_loop(result: dict, title: str = ""):
         ax.barh(list(ys), widths, left=left, label=column.replace(" (%)", ""))
         left = [a + w for a, w in zip(left, widths)]
     rest = [max(100 * r["rest_of_forward"] - a, 0.0) for r, a in zip(rows, left)]
-    ax.barh(list(ys), rest, left=left, color="0.8", label="the rest of the timed share\n(call setup; not profiled)")
+    ax.barh(list(ys), rest, left=left, color="0.8", label="the rest of the timed share\n(call setup, and the forwards'\nslowdown between steps)")
     for y, r in zip(ys, rows):
         if r.get("target") is not None:
             ax.plot([100 * r["target"]] * 2, [y - 0.45, y + 0.45], color="k", lw=1.5)
