@@ -34,6 +34,11 @@ def span_of(values, fmt: str) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
+def _decoder_name(policy: str, ce: bool) -> str:
+    """A policy as prose names it, with `` + CE`` when Confidence Extrapolation is on."""
+    return POLICY_NAMES.get(policy, policy) + (" + CE" if ce else "")
+
+
 def _pct(share: float) -> str:
     return f"{100 * share:.1f} %"
 
@@ -219,7 +224,7 @@ def controller_comparisons(seed: int = 0) -> str:
     series = {k: _Series(v, ids) for k, v in runs.items()}
 
     def label(k):
-        name = POLICY_NAMES.get(k[0], k[0]) + (" + CE" if k[1] else "")
+        name = _decoder_name(k[0], k[1])
         return name + ("" if k[2] == "none" else f", {k[2]} cache")
 
     ours = ("tspd", True, "none")
@@ -386,7 +391,7 @@ def gpu_speed(device: str = "NVIDIA-H200") -> str:
             f"{ms('full_forward_fast')} (roofline floor {1e3 * row['full_forward']['floor_seconds']:.2f} ms); the fast path "
             f"decodes {'the same' if same else 'NOT the same'} tokens with the same NFE as the eager loop for "
             f"{', '.join(k.split('/')[0] for k in row['parity'] if '/' in k)} with the dual cache; controller + CE take "
-            f"{100 * min(fast):.1f}-{100 * max(fast):.1f} % of a fast-path forward (`results/gpu/{device}.json`)")
+            f"{span_of([100 * f for f in fast], '.1f')} % of a fast-path forward (`results/gpu/{device}.json`)")
 
 
 def loop_overhead(name: str = "loop-AMD-EPYC-1-thread.json") -> str:
@@ -399,7 +404,7 @@ def loop_overhead(name: str = "loop-AMD-EPYC-1-thread.json") -> str:
             groups.setdefault((r["policy"], r["ce"]), []).append(r)
     parts, met, missed = [], [], []
     for (policy, ce), rows in groups.items():
-        label = POLICY_NAMES.get(policy, policy) + (" + CE" if ce else "")
+        label = _decoder_name(policy, ce)
         shares = " / ".join(f"{100 * r['rest_of_forward']:.1f}" for r in rows)
         parts.append(f"{label} {shares} % ({' / '.join(r['cache'] for r in rows)}; target {100 * rows[0]['target']:.0f} %)")
         for r in rows:
