@@ -11,7 +11,7 @@ from tspd.decoding.features import STATS, SmoothedConfidence, gumbel_argmax, ste
 from tspd.decoding.loop import generate
 from tspd.decoding.reads import EVERYTHING, VIEW, StepPlan
 
-from conftest import prompts, random_model
+from conftest import prompts, random_model, spied
 
 
 def reference_stats(logits, temperature=0.0, dtype=torch.float32, generator=None) -> dict:
@@ -104,6 +104,40 @@ def test_a_step_shows_what_is_read_and_decodes_the_same_either_way():
     assert torch.equal(full.token_ids, lean.token_ids) and full.nfe == lean.nfe
     assert all(torch.equal(getattr(full.trace, k).nan_to_num(-7), getattr(lean.trace, k).nan_to_num(-7))
                for k in ("conf", "entropy", "margin", "seen_conf"))
+
+
+class Watches(Seen):
+    """Vanilla's rule; keeps the block's EWMA confidence and momentum it was shown at every step."""
+
+    def __init__(self):
+        super().__init__({"quota", "ewma", "momentum"})
+        self.seen_history = []
+
+    def decide(self, view):
+        self.seen_history.append((view.ewma.clone(), view.momentum.clone()))
+        return super().decide(view)
+
+
+@pytest.mark.parametrize("cache", ["none", "dual"])
+def test_the_history_a_block_reads_is_the_same_whether_or_not_a_trace_is_recorded(cache):
+    """Without a recorder the head runs from the block's first row (positions left of it are fixed): the
+    block's EWMA and momentum must be those of a recorded decoding, whose forwards cover every row."""
+    m, ps = random_model(seed=5, scale=0.8), prompts(2, seed=6)
+    lean, traced = Watches(), Watches()
+    a = generate(m, ps, gen_length=24, block_length=8, cache=cache, controller=lean)
+    b = generate(m, ps, gen_length=24, block_length=8, cache=cache, controller=traced, record_trace=True)
+    assert torch.equal(a.token_ids, b.token_ids) and a.nfe == b.nfe == 24
+    assert all(torch.equal(x, y) for s, t in zip(lean.seen_history, traced.seen_history) for x, y in zip(s, t))
+    assert lean.seen_history[9][0].abs().sum() > 0     # block 1's second step: its EWMA holds block 0's steps
+
+
+@pytest.mark.parametrize("record,temperature,rows", [(False, 0.0, [24, 16, 8]), (True, 0.0, [24] * 3),
+                                                     (False, 0.5, [24] * 3)])
+def test_the_head_runs_from_the_block_unless_a_step_reads_further_left(record, temperature, rows):
+    m, spy = spied(random_model(seed=2))
+    out = generate(m, prompts(1, seed=3), gen_length=24, block_length=8, steps=6, temperature=temperature, seed=0,
+                   record_trace=record)
+    assert [c["logits"].shape[1] for c in spy.calls] == [r for r in rows for _ in range(2)] and out.nfe == 6
 
 
 def test_smoothed_confidence_updates_only_the_rows_that_observed():

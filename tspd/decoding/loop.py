@@ -151,6 +151,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
                        cfg.temperature)                        # what each step computes: what is read
     forward, history = WindowForward(model, canvas, cfg.cache, cfg.fast), History(B, L, Lb, special.mask, device, plan.view)
     counts, clock = StepCounts(B, n_blocks, device), PhaseClock(device, enabled=profile)
+    from_block = not plan.reads_left_of_block(recorder is not None)   # logits from the block's first row on
 
     for b in range(n_blocks):                                  # semi-autoregressive blocks, left to right
         s, e = canvas.block(b, Lb)                             # the block: canvas [s, e), generated [gs, gs + Lb)
@@ -164,7 +165,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             masked = block == special.mask
             if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
                 break
-            w0, w1, g0 = forward.window(s, e, first=i == 0)
+            w0, w1, g0 = forward.window(s, e, first=i == 0, from_block=from_block)
             clock.start()
             logits = forward(w0, w1, g0)                       # p <- M(X): one forward, one NFE
             clock.lap("forward")

@@ -52,6 +52,13 @@ class StepPlan:
         block = ALWAYS | (view & set(BLOCK)) | frozenset(ce_reads)
         return cls(view, window, block, temperature > 0)
 
+    def reads_left_of_block(self, recording: bool) -> bool:
+        """Whether a step reads logits of positions left of its block: the trace recorder keeps every
+        position of the window, and a sampled step draws the whole window's candidates from one random
+        stream. Nothing else does: those positions are fixed, and every canvas field a controller reads
+        there (:data:`HISTORY`) is filtered by the mask, so the history need not follow them."""
+        return recording or self.sampled
+
     def stats(self, logits: torch.Tensor, lo: int, hi: int, temperature: float, dtype: torch.dtype,
               generator: torch.Generator | None = None) -> tuple[StepStats | None, StepStats]:
         """(window statistics or None, block statistics) of a window's logits [B, W, V]; the block is

@@ -3,7 +3,8 @@
 Without a cache every forward covers the whole canvas ``[0, T)``. With Fast-dLLM's caches (paper
 Table 4) a block's first forward covers the whole canvas and fills the cache; later ones cover the
 block ``[s, e)`` (dual) or the block and everything after it ``[s, T)`` (prefix), reading the rest
-from the cache. Only the generated part of a window gets logits. ``fast`` replays each window from a
+from the cache. Only the generated part of a window gets logits, and only the block and what follows
+it where no one reads further left (:meth:`WindowForward.window`). ``fast`` replays each window from a
 CUDA graph over static buffers (:mod:`tspd.decoding.graphs`); on a CPU the same path runs eagerly.
 """
 from __future__ import annotations
@@ -29,15 +30,18 @@ class WindowForward:
         elif cache != "none":
             self.kv = model.new_cache()
 
-    def window(self, s: int, e: int, first: bool) -> tuple[int, int, int]:
+    def window(self, s: int, e: int, first: bool, from_block: bool = False) -> tuple[int, int, int]:
         """``(w0, w1, g0)``: the canvas window ``[w0, w1)`` of a step of block ``[s, e)`` and the first
-        position ``g0`` that gets logits (the generated region only)."""
+        position ``g0`` that gets logits: the generated region only, and with ``from_block`` (the step
+        reads nothing left of the block: :meth:`tspd.decoding.reads.StepPlan.reads_left_of_block`) the
+        block and what follows it, so the head runs on fewer rows. The CUDA-graph path keeps the generated
+        region, one graph per window rather than one per block."""
         T, P = self.canvas.x.shape[1], self.canvas.prompt_length
         if self.cache == "none" or first:
             w0, w1 = 0, T
         else:
             w0, w1 = s, (e if self.cache == "dual" else T)
-        return w0, w1, max(w0, P)
+        return w0, w1, max(w0, P, s if from_block and self.runner is None else 0)
 
     def __call__(self, w0: int, w1: int, g0: int) -> torch.Tensor:
         """Candidate logits [B, w1 - g0, V] of the canvas window (MASK and the head's padding excluded)."""
