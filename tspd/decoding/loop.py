@@ -138,7 +138,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     conf_dtype, special, device = getattr(torch, cfg.confidence_dtype), model.special, model.device
     controller, extrapolator = controller or make_controller(cfg.policy, **cfg.policy_kwargs), _extrapolator(cfg)
     generator = torch.Generator(device).manual_seed(cfg.seed) if cfg.seed is not None and cfg.temperature > 0 else None
-    t0 = time.perf_counter()
+    t0, clock = time.perf_counter(), PhaseClock(device, enabled=profile)
     canvas = prepare_canvas(model, prompts, L, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
                             truncate_prompt=truncate_prompt)                         # X <- [x | MASK^L]
     B, P = canvas.x.shape[0], canvas.prompt_length
@@ -149,9 +149,8 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     recorder = TraceRecorder(B, L, device) if record_trace else None
     plan = StepPlan.of(controller.reads, extrapolator.reads if extrapolator else (), recorder.reads if recorder else (),
                        cfg.temperature)                        # what each step computes: what is read
-    forward, history = WindowForward(model, canvas, cfg.cache, cfg.fast), History(B, L, Lb, special.mask, device, plan.view)
-    counts, clock = StepCounts(B, n_blocks, device), PhaseClock(device, enabled=profile)
-    from_block = not plan.reads_left_of_block(recorder is not None)   # logits from the block's first row on
+    forward = WindowForward(model, canvas, cfg.cache, cfg.fast, not plan.reads_left_of_block(record_trace))
+    history, counts = History(B, L, Lb, special.mask, device, plan.view), StepCounts(B, n_blocks, device)
 
     for b in range(n_blocks):                                  # semi-autoregressive blocks, left to right
         s, e = canvas.block(b, Lb)                             # the block: canvas [s, e), generated [gs, gs + Lb)
@@ -165,7 +164,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             masked = block == special.mask
             if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
                 break
-            w0, w1, g0 = forward.window(s, e, first=i == 0, from_block=from_block)
+            w0, w1, g0 = forward.window(s, e, first=i == 0)
             clock.start()
             logits = forward(w0, w1, g0)                       # p <- M(X): one forward, one NFE
             clock.lap("forward")

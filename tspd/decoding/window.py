@@ -17,8 +17,9 @@ from tspd.decoding.canvas import Canvas
 class WindowForward:
     """Forwards of one ``generate`` call: the window choice, the cache or graph runner, the logits."""
 
-    def __init__(self, model, canvas: Canvas, cache: str, fast: bool):
+    def __init__(self, model, canvas: Canvas, cache: str, fast: bool, from_block: bool = False):
         self.model, self.canvas, self.cache = model, canvas, cache
+        self.from_block = from_block and not fast   # logits from the block's first row on (see window)
         self.vocab_size = model.config.vocab_size
         self.views: dict[tuple[int, int], tuple] = {}   # (w0, w1) -> the canvas' ids and positions there
         B, T = canvas.x.shape
@@ -30,10 +31,10 @@ class WindowForward:
         elif cache != "none":
             self.kv = model.new_cache()
 
-    def window(self, s: int, e: int, first: bool, from_block: bool = False) -> tuple[int, int, int]:
+    def window(self, s: int, e: int, first: bool) -> tuple[int, int, int]:
         """``(w0, w1, g0)``: the canvas window ``[w0, w1)`` of a step of block ``[s, e)`` and the first
-        position ``g0`` that gets logits: the generated region only, and with ``from_block`` (the step
-        reads nothing left of the block: :meth:`tspd.decoding.reads.StepPlan.reads_left_of_block`) the
+        position ``g0`` that gets logits: the generated region only, and with ``from_block`` (the steps
+        read nothing left of the block: :meth:`tspd.decoding.reads.StepPlan.reads_left_of_block`) the
         block and what follows it, so the head runs on fewer rows. The CUDA-graph path keeps the generated
         region, one graph per window rather than one per block."""
         T, P = self.canvas.x.shape[1], self.canvas.prompt_length
@@ -41,7 +42,7 @@ class WindowForward:
             w0, w1 = 0, T
         else:
             w0, w1 = s, (e if self.cache == "dual" else T)
-        return w0, w1, max(w0, P, s if from_block and self.runner is None else 0)
+        return w0, w1, max(w0, P, s if self.from_block else 0)
 
     def __call__(self, w0: int, w1: int, g0: int) -> torch.Tensor:
         """Candidate logits [B, w1 - g0, V] of the canvas window (MASK and the head's padding excluded)."""
