@@ -42,7 +42,7 @@ class WindowForward:
             w0, w1 = 0, T
         else:
             w0, w1 = s, (e if self.cache == "dual" else T)
-        return w0, w1, max(w0, P, s if self.from_block else 0)
+        return w0, w1, max(w0, s if self.from_block else P)   # (a block starts at or after P)
 
     def __call__(self, w0: int, w1: int, g0: int) -> torch.Tensor:
         """Candidate logits [B, w1 - g0, V] of the canvas window (MASK and the head's padding excluded)."""
