@@ -453,19 +453,21 @@ def test_incomplete_backbone_config_names_the_missing_fields(tmp_path):
 
 
 @pytest.mark.parametrize("backbone", ["llada", "dream", "moe"])
-def test_logits_from_skips_rows_of_full_and_window_forwards(backbone, dream_dir, moe_dir):
-    """``logits_from=k`` gives rows k.. of the full logits (the loop asks for the generated region only)."""
+def test_logits_rows_are_those_of_full_and_window_forwards(backbone, dream_dir, moe_dir):
+    """``logits_from=k, logits_to=j`` gives rows k..j-1 of the full logits (the loop asks for the generated
+    region only, or the block only)."""
     from conftest import random_model
     model = {"llada": random_model, "dream": lambda: tspd.load_model(dream_dir),
              "moe": lambda: tspd.load_model(moe_dir)}[backbone]()
     ids = random_ids(2, 14, seed=9) % 38          # inside every test vocabulary (the LLaDA one has 40 ids)
     with torch.no_grad():
         full = model(ids)
-        for k in (1, 5):
-            torch.testing.assert_close(model(ids, logits_from=k), full[:, k:], atol=1e-5, rtol=1e-5)
+        for k, j in ((1, None), (5, None), (0, 1), (0, 9), (3, 9), (13, 14)):
+            torch.testing.assert_close(model(ids, logits_from=k, logits_to=j), full[:, k:j], atol=1e-5, rtol=1e-5)
         cache = model.new_cache()
         model(ids, cache=cache)
         window = model(ids[:, 8:], cache=cache, offset=8)
         assert window.shape[1] == 6
-        torch.testing.assert_close(model(ids[:, 8:], cache=cache, offset=8, logits_from=2), window[:, 2:],
-                                   atol=1e-5, rtol=1e-5)
+        for k, j in ((2, None), (0, 3), (2, 4)):
+            torch.testing.assert_close(model(ids[:, 8:], cache=cache, offset=8, logits_from=k, logits_to=j),
+                                       window[:, k:j], atol=1e-5, rtol=1e-5)

@@ -131,12 +131,15 @@ def test_the_history_a_block_reads_is_the_same_whether_or_not_a_trace_is_recorde
     assert lean.seen_history[9][0].abs().sum() > 0     # block 1's second step: its EWMA holds block 0's steps
 
 
-@pytest.mark.parametrize("record,temperature,rows", [(False, 0.0, [24, 16, 8]), (True, 0.0, [24] * 3),
-                                                     (False, 0.5, [24] * 3)])
-def test_the_head_runs_from_the_block_unless_a_step_reads_further_left(record, temperature, rows):
+@pytest.mark.parametrize("reads,record,temperature,rows", [
+    ({"quota"}, False, 0.0, [8, 8, 8]),                  # vanilla's reads: the block alone
+    ({"quota", "ewma"}, False, 0.0, [24, 16, 8]),        # the history H: the block and what follows it
+    ({"quota"}, True, 0.0, [24] * 3),                    # the recorder: the whole generated region
+    ({"quota"}, False, 0.5, [24] * 3)])                  # sampling: one random stream over the region
+def test_the_head_runs_on_the_rows_a_step_reads(reads, record, temperature, rows):
     m, spy = spied(random_model(seed=2))
     out = generate(m, prompts(1, seed=3), gen_length=24, block_length=8, steps=6, temperature=temperature, seed=0,
-                   record_trace=record)
+                   record_trace=record, controller=Seen(reads))
     assert [c["logits"].shape[1] for c in spy.calls] == [r for r in rows for _ in range(2)] and out.nfe == 6
 
 

@@ -21,13 +21,19 @@ import torch
 STATS = ("x0", "conf", "entropy", "margin", "logit_gap")   # StepStats' fields; x0 and conf always computed
 
 
+def argmax_last(t: torch.Tensor) -> torch.Tensor:
+    """``t.argmax(-1)``, the same indices (the first maximum on ties, a NaN wins), from ``max(-1)``: on a
+    CPU its reduction over a [32, 577] block is 2-3 times faster than argmax's (measured, 1 thread)."""
+    return t.max(-1).indices
+
+
 def gumbel_argmax(logits: torch.Tensor, temperature: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """argmax of Gumbel-perturbed logits at ``temperature`` (LLaDA samples in float64); greedy at 0."""
     if temperature <= 0:
-        return logits.argmax(-1)
+        return argmax_last(logits)
     l64 = logits.double()
     u = torch.rand(l64.shape, dtype=torch.float64, device=l64.device, generator=generator).clamp_min(1e-300)
-    return (l64 / temperature - torch.log(-torch.log(u))).argmax(-1)
+    return argmax_last(l64 / temperature - torch.log(-torch.log(u)))
 
 
 @dataclass
@@ -62,7 +68,7 @@ def softmax_stats(logits: torch.Tensor, logp: torch.Tensor, x0: torch.Tensor | N
     """
     out = {}
     if "x0" in fields:
-        out["x0"] = logits.argmax(-1) if x0 is None else x0
+        out["x0"] = argmax_last(logits) if x0 is None else x0
     if "conf" in fields:
         out["conf"] = (logp.amax(-1) if greedy else logp.gather(-1, x0[..., None]).squeeze(-1)).exp()
     if "entropy" in fields:

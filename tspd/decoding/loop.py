@@ -149,7 +149,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     recorder = TraceRecorder(B, L, device) if record_trace else None
     plan = StepPlan.of(controller.reads, extrapolator.reads if extrapolator else (), recorder.reads if recorder else (),
                        cfg.temperature)                        # what each step computes: what is read
-    forward = WindowForward(model, canvas, cfg.cache, cfg.fast, not plan.reads_left_of_block(record_trace))
+    forward = WindowForward(model, canvas, cfg.cache, cfg.fast, plan.reads_beyond_block(record_trace))
     history, counts = History(B, L, Lb, special.mask, device, plan.view), StepCounts(B, n_blocks, device)
 
     for b in range(n_blocks):                                  # semi-autoregressive blocks, left to right
@@ -164,13 +164,13 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             masked = block == special.mask
             if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
                 break
-            w0, w1, g0 = forward.window(s, e, first=i == 0)
+            w0, w1, g0, g1 = forward.window(s, e, first=i == 0)
             clock.start()
-            logits = forward(w0, w1, g0)                       # p <- M(X): one forward, one NFE
+            logits = forward(w0, w1, g0, g1)                   # p <- M(X): one forward, one NFE
             clock.lap("forward")
             win, blk = plan.stats(logits, s - g0, e - g0, cfg.temperature, conf_dtype, generator)
             if win is not None:                                # H <- update(H, p), rows with masks left
-                history.update(g0 - P, w1 - P, win, masked.any(-1))
+                history.update(g0 - P, g1 - P, win, masked.any(-1))
             conf, u = blk.conf, None
             clock.lap("statistics")
             if extrapolator is not None:                       # r^ <- CE(H, F)
@@ -188,7 +188,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             clock.lap("commit")                                # X <- commit(X, p, A)
             counts.step(b, masked)
             if recorder is not None:
-                recorder.record(b, g0 - P, w1 - P, win, gs, conf, committed, canvas.gen_masked)
+                recorder.record(b, g0 - P, g1 - P, win, gs, conf, committed, canvas.gen_masked)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     gen, steps = canvas.gen.cpu(), counts.blocks()

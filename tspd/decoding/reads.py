@@ -52,12 +52,15 @@ class StepPlan:
         block = ALWAYS | (view & set(BLOCK)) | frozenset(ce_reads)
         return cls(view, window, block, temperature > 0)
 
-    def reads_left_of_block(self, recording: bool) -> bool:
-        """Whether a step reads logits of positions left of its block: the trace recorder keeps every
-        position of the window, and a sampled step draws the whole window's candidates from one random
-        stream. Nothing else does: those positions are fixed, and every canvas field a controller reads
-        there (:data:`HISTORY`) is filtered by the mask, so the history need not follow them."""
-        return recording or self.sampled
+    def reads_beyond_block(self, recording: bool) -> tuple[bool, bool]:
+        """Whether a step reads logits of positions (left of, right of) its block. The trace recorder keeps
+        every position of the window, and a sampled step draws the whole window's candidates from one
+        random stream; the history H follows every position from the block on (window statistics).
+        Nothing else looks further left: those positions are fixed, and every canvas field a controller
+        reads there (:data:`HISTORY`) is filtered by the mask, so the history need not follow them.
+        Vanilla and Fast-dLLM, greedy and unrecorded, read the block alone."""
+        left = recording or self.sampled
+        return left, left or bool(self.window)
 
     def stats(self, logits: torch.Tensor, lo: int, hi: int, temperature: float, dtype: torch.dtype,
               generator: torch.Generator | None = None) -> tuple[StepStats | None, StepStats]:

@@ -3,11 +3,13 @@
 Without a cache every forward covers the whole canvas ``[0, T)``. With Fast-dLLM's caches (paper
 Table 4) a block's first forward covers the whole canvas and fills the cache; later ones cover the
 block ``[s, e)`` (dual) or the block and everything after it ``[s, T)`` (prefix), reading the rest
-from the cache. Only the generated part of a window gets logits, and only the block and what follows
-it where no one reads further left (:meth:`WindowForward.window`). ``fast`` replays each window from a
+from the cache. Only the generated part of a window gets logits, and of it only what a step reads
+(:meth:`WindowForward.window`): the block alone for vanilla and Fast-dLLM. ``fast`` replays each window from a
 CUDA graph over static buffers (:mod:`tspd.decoding.graphs`); on a CPU the same path runs eagerly.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -17,9 +19,9 @@ from tspd.decoding.canvas import Canvas
 class WindowForward:
     """Forwards of one ``generate`` call: the window choice, the cache or graph runner, the logits."""
 
-    def __init__(self, model, canvas: Canvas, cache: str, fast: bool, from_block: bool = False):
+    def __init__(self, model, canvas: Canvas, cache: str, fast: bool, beyond: tuple[bool, bool] = (True, True)):
         self.model, self.canvas, self.cache = model, canvas, cache
-        self.from_block = from_block and not fast   # logits from the block's first row on (see window)
+        self.beyond = (True, True) if fast else beyond   # logits (left, right) of the block too (see window)
         self.vocab_size = model.config.vocab_size
         self.views: dict[tuple[int, int], tuple] = {}   # (w0, w1) -> the canvas' ids and positions there
         B, T = canvas.x.shape
@@ -31,28 +33,29 @@ class WindowForward:
         elif cache != "none":
             self.kv = model.new_cache()
 
-    def window(self, s: int, e: int, first: bool) -> tuple[int, int, int]:
-        """``(w0, w1, g0)``: the canvas window ``[w0, w1)`` of a step of block ``[s, e)`` and the first
-        position ``g0`` that gets logits: the generated region only, and with ``from_block`` (the steps
-        read nothing left of the block: :meth:`tspd.decoding.reads.StepPlan.reads_left_of_block`) the
-        block and what follows it, so the head runs on fewer rows. The CUDA-graph path keeps the generated
-        region, one graph per window rather than one per block."""
+    def window(self, s: int, e: int, first: bool) -> tuple[int, int, int, int]:
+        """``(w0, w1, g0, g1)``: the canvas window ``[w0, w1)`` of a step of block ``[s, e)`` and the positions
+        ``[g0, g1)`` that get logits: the generated region at most, and of it only what the steps read
+        beyond the block (``beyond``, :meth:`tspd.decoding.reads.StepPlan.reads_beyond_block`), so the
+        head runs on fewer rows. The CUDA-graph path keeps the generated region, one graph per window
+        rather than one per block."""
         T, P = self.canvas.x.shape[1], self.canvas.prompt_length
         if self.cache == "none" or first:
             w0, w1 = 0, T
         else:
             w0, w1 = s, (e if self.cache == "dual" else T)
-        return w0, w1, max(w0, s if self.from_block else P)   # (a block starts at or after P)
+        left, right = self.beyond
+        return w0, w1, max(w0, P if left else s), w1 if right else e   # (a block starts at or after P)
 
-    def __call__(self, w0: int, w1: int, g0: int) -> torch.Tensor:
-        """Candidate logits [B, w1 - g0, V] of the canvas window (MASK and the head's padding excluded)."""
+    def __call__(self, w0: int, w1: int, g0: int, g1: int) -> torch.Tensor:
+        """Candidate logits [B, g1 - g0, V] of the canvas window (MASK and the head's padding excluded)."""
         c = self.canvas
         if self.runner is not None:
             logits = self.runner(c.x, w0, w1, g0 - w0)
         else:
             ids, pos = self.window_views(w0, w1)
             logits = self.model(ids, attention_mask=c.attn, position_ids=pos, cache=self.kv, offset=w0,
-                                logits_from=g0 - w0)
+                                logits_from=g0 - w0, logits_to=None if g1 == w1 else g1 - w0)
         return candidates_only(logits, self.vocab_size, c.mask_id)
 
     def window_views(self, w0: int, w1: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -72,9 +75,15 @@ def candidates_only(logits: torch.Tensor, vocab_size: int, mask_id: int) -> torc
     """
     if logits.shape[-1] > vocab_size:
         logits = logits[..., :vocab_size]
-    if mask_id < vocab_size:
-        logits.select(-1, mask_id).fill_(float("-inf"))   # (indexing would first make a tensor of the -inf)
+    if mask_id < vocab_size:   # one operation with an index made once (select + fill_ is two)
+        logits.index_fill_(-1, _index(mask_id, logits.device), float("-inf"))
     return logits
+
+
+@functools.lru_cache(maxsize=16)
+def _index(i: int, device: torch.device) -> torch.Tensor:
+    """``tensor([i])`` on ``device``, made once; never written to."""
+    return torch.tensor([i], device=device)
 
 
 __all__ = ["WindowForward", "candidates_only"]

@@ -107,28 +107,31 @@ class DreamModelLM(DecoderLM):
         return ShiftCache(self.config.num_hidden_layers)
 
     def unshifted(self, input_ids, attention_mask=None, position_ids=None, cache=None, offset: int = 0,
-                  logits_from: int = 0):
+                  logits_from: int = 0, logits_to: int | None = None):
         """The transformer's own outputs (row i = output at position i), as Qwen2 computes them."""
-        return super().forward(input_ids, attention_mask, position_ids, cache, offset, logits_from)
+        return super().forward(input_ids, attention_mask, position_ids, cache, offset, logits_from, logits_to)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0,
-                logits_from: int = 0):
-        """Shifted logits of window rows ``[logits_from, T)``: row j from the output at position j - 1."""
+                logits_from: int = 0, logits_to: int | None = None):
+        """Shifted logits of window rows ``[logits_from, logits_to)`` (None: to T): row j from the output at
+        position j - 1."""
         B, T = input_ids.shape
+        end = T if logits_to is None else logits_to
         if position_ids is None:
             position_ids = torch.arange(offset, offset + T, device=input_ids.device).expand(B, T)
         position_ids = position_ids.expand(B, T)
         if cache is not None and not isinstance(cache, ShiftCache):
             raise TypeError("Dream needs the cache made by model.new_cache() (it remembers the canvas tokens)")
         if cache is None or offset == 0:
-            out = self.unshifted(input_ids, attention_mask, position_ids, cache, offset, max(logits_from - 1, 0))
+            out = self.unshifted(input_ids, attention_mask, position_ids, cache, offset, max(logits_from - 1, 0),
+                                 max(end - 1, 1))
             if cache is not None:
                 cache.remember(offset, input_ids, position_ids)
-            if logits_from:                                         # outputs k-1 .. T-2 -> positions k .. T-1
-                return out[:, :-1]
-            return torch.cat([out[:, :1], out[:, :-1]], dim=1)      # Dream's rule: row 0 keeps its own
+            if logits_from:                                         # outputs k-1 .. end-2 -> positions k .. end-1
+                return out
+            return torch.cat([out[:, :1], out[:, :end - 1]], dim=1)   # Dream's rule: row 0 keeps its own
         prev_id, prev_pos = cache.left_of(offset)
         cache.remember(offset, input_ids, position_ids)
         out = self.unshifted(torch.cat([prev_id, input_ids], 1), attention_mask,
-                             torch.cat([prev_pos, position_ids], 1), cache, offset - 1, logits_from)
-        return out[:, :-1]                                          # outputs w0-1 .. w1-2 -> positions w0 .. w1-1
+                             torch.cat([prev_pos, position_ids], 1), cache, offset - 1, logits_from, end)
+        return out                                                  # outputs w0-1 .. w1-2 -> positions w0 .. w1-1

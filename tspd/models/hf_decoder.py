@@ -14,9 +14,9 @@ builds once (the Hugging Face Qwen2 / OLMoE layouts)::
 
 Attention is bidirectional (both models force ``is_causal=False``). The RMSNorm, rotary embedding and
 :class:`~tspd.models.llada.KVCache` are :mod:`tspd.models.llada`'s own, so ``forward(input_ids, attention_mask,
-position_ids, cache, offset, logits_from)`` behaves exactly like :class:`tspd.LLaDAModelLM`'s: a full
-forward at offset 0 fills the cache for the whole canvas, a window forward writes its keys/values at
-``offset`` and attends over the whole cache, and only rows from ``logits_from`` on get logits.
+position_ids, cache, offset, logits_from, logits_to)`` behaves exactly like :class:`tspd.LLaDAModelLM`'s: a
+full forward at offset 0 fills the cache for the whole canvas, a window forward writes its keys/values at
+``offset`` and attends over the whole cache, and only rows ``[logits_from, logits_to)`` get logits.
 
 The backbones built on it register in ``tspd.models.loading.ARCHITECTURES`` (by the ``model_type`` of a
 ``config.json``); this module knows none of them.
@@ -272,8 +272,9 @@ class DecoderLM(nn.Module):
         return KVCache(self.config.num_hidden_layers)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0,
-                logits_from: int = 0):
-        """Logits [B, T - logits_from, V] of window ``input_ids`` at canvas ``offset`` (see :class:`tspd.LLaDAModelLM`)."""
+                logits_from: int = 0, logits_to: int | None = None):
+        """Logits [B, rows, V] of window rows ``[logits_from, logits_to)`` (None: to T) of ``input_ids`` at canvas
+        ``offset`` (see :class:`tspd.LLaDAModelLM`)."""
         cfg = self.config
         cos, sin, attn_mask = window_inputs(input_ids, attention_mask, position_ids, cache, offset,
                                             rotary_dim=cfg.rotary_dim, theta=cfg.rope_theta,
@@ -281,7 +282,7 @@ class DecoderLM(nn.Module):
         x = self.model.embed_tokens(input_ids)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, attn_mask, cache, i, offset)
-        x = self.model.norm(x[:, logits_from:])
+        x = self.model.norm(x[:, logits_from:logits_to])
         head = self.model.embed_tokens.weight if cfg.tie_word_embeddings else self.lm_head.weight
         return F.linear(x, head)
 

@@ -163,8 +163,10 @@ class LLaDAModelLM(nn.Module):
         position_ids: optional [B, T] RoPE positions of the window (default ``offset + arange(T)``).
         cache: optional :class:`KVCache`; the window's keys/values are written at ``offset``.
         offset: canvas index of the window's first token.
-        logits_from: compute the head only for window rows ``[logits_from, T)`` (the loop never reads the
-            prompt's logits; at LLaDA-8B's shape the head over an 896-token prompt is ~6 % of a full forward).
+        logits_from, logits_to: compute the head only for window rows ``[logits_from, logits_to)`` (None:
+            to T). The loop never reads the prompt's logits (at LLaDA-8B's shape the head over an 896-token
+            prompt is ~6 % of a full forward), and a step whose readers look only at the block reads none
+            of the rows after it either (:meth:`tspd.decoding.reads.StepPlan.reads_beyond_block`).
     """
 
     arch = "llada"
@@ -187,7 +189,7 @@ class LLaDAModelLM(nn.Module):
         return KVCache(self.config.n_layers)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, cache: KVCache | None = None, offset: int = 0,
-                logits_from: int = 0):
+                logits_from: int = 0, logits_to: int | None = None):
         cfg, tr = self.config, self.model.transformer
         cos, sin, attn_mask = window_inputs(input_ids, attention_mask, position_ids, cache, offset,
                                             rotary_dim=cfg.head_dim, theta=cfg.rope_theta,
@@ -195,6 +197,6 @@ class LLaDAModelLM(nn.Module):
         x = tr["wte"](input_ids)
         for i, block in enumerate(tr["blocks"]):
             x = block(x, cos, sin, attn_mask, cache, i, offset)
-        x = tr["ln_f"](x[:, logits_from:])
+        x = tr["ln_f"](x[:, logits_from:logits_to])
         head = tr["wte"].weight if cfg.weight_tying else tr["ff_out"].weight
         return F.linear(x, head)
