@@ -127,11 +127,12 @@ def test_the_loop_overhead_says_which_settings_meet_their_targets(tmp_path, monk
     row = dict(policy="tspd", ce=True, forwards_per_call=3.0, target=0.15)
     rows = [dict(row, cache="none", rest_of_forward=0.1, meets_target=True),
             dict(row, cache="dual", rest_of_forward=0.2, meets_target=False),
+            dict(row, cache="prefix", rest_of_forward=0.1504, meets_target=False),
             dict(row, policy="credit", ce=False, cache="none", rest_of_forward=0.5, target=None, meets_target=None)]
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "loop-x.json").write_text(json.dumps(
         dict(model="m", gen_length=64, block_length=32, device="a CPU", revision="abc", rows=rows)))
     monkeypatch.setattr(prose, "RESULTS", tmp_path)
     said = prose.loop_overhead("loop-x.json")
-    assert "TSPD + CE 10.0 / 20.0 % (none / dual; target 15 %)" in said and "Credit" not in said
-    assert "targets met: TSPD + CE / none; missed: TSPD + CE / dual" in said
+    assert "TSPD + CE 10.0 / 20.0 / 15.04 % (none / dual / prefix; target 15 %)" in said and "Credit" not in said
+    assert "targets met: TSPD + CE / none; missed: TSPD + CE / dual, TSPD + CE / prefix" in said

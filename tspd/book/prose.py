@@ -394,9 +394,21 @@ def gpu_speed(device: str = "NVIDIA-H200") -> str:
             f"{span_of([100 * f for f in fast], '.1f')} % of a fast-path forward (`results/gpu/{device}.json`)")
 
 
-def loop_overhead(name: str = "loop-AMD-EPYC-1-thread.json") -> str:
-    """What a decoding step costs beyond its forward (``python -m tspd bench-loop``, ``results/bench/<name>``),
-    for each setting that has a target (issue 34's, stored in each row), without / with the prefix / dual cache."""
+def loop_overhead(name: str | None = None) -> str:
+    """What a decoding step costs beyond its forward (``python -m tspd bench-loop``): for each committed
+    ``results/bench/loop-*.json`` (or the one ``name``), each setting that has a target (issue 34's, stored
+    in each row), without / with the prefix / dual cache."""
+    names = [name] if name else sorted(p.name for p in (RESULTS / "bench").glob("loop-*.json"))
+    return "; and ".join(_loop_file(n) for n in names)
+
+
+def _share(x: float, target: float) -> str:
+    """``x`` in per cent to one decimal, or to two where one would read as the target itself (5.04 % misses 5 %)."""
+    one = f"{100 * x:.1f}"
+    return f"{100 * x:.2f}" if one == f"{100 * target:.1f}" and x != target else one
+
+
+def _loop_file(name: str) -> str:
     rec = json.loads((RESULTS / "bench" / name).read_text())
     groups: dict[tuple, list[dict]] = {}
     for r in rec["rows"]:
@@ -405,7 +417,7 @@ def loop_overhead(name: str = "loop-AMD-EPYC-1-thread.json") -> str:
     parts, met, missed = [], [], []
     for (policy, ce), rows in groups.items():
         label = _decoder_name(policy, ce)
-        shares = " / ".join(f"{100 * r['rest_of_forward']:.1f}" for r in rows)
+        shares = " / ".join(_share(r["rest_of_forward"], r["target"]) for r in rows)
         parts.append(f"{label} {shares} % ({' / '.join(r['cache'] for r in rows)}; target {100 * rows[0]['target']:.0f} %)")
         for r in rows:
             (met if r["meets_target"] else missed).append(f"{label} / {r['cache']}")
