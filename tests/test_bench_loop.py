@@ -57,14 +57,16 @@ def test_the_step_speed_page_reads_every_committed_loop_file_as_percentages(tmp_
            "target": 0.15, "meets_target": False,
            "phases_of_forward": {"ce": 0.05, "controller": 0.04, "statistics_view_commit": 0.03}}
     plain = {**row, "policy": "vanilla", "ce": False, "target": None, "meets_target": None}
-    result = {"rows": [row, plain], "device": "a CPU", "torch": "2", "threads": 1, "revision": "abc",
+    near = {**row, "cache": "prefix", "rest_of_forward": 0.1504}        # one decimal would read as the target
+    result = {"rows": [row, plain, near], "device": "a CPU", "torch": "2", "threads": 1, "revision": "abc",
               "model": "tiny-arith", "gen_length": 64, "block_length": 32, "batch": 1, "prompts": "p",
               "repeats": 1, "command": "python -m tspd bench-loop --n 1"}
     (tmp_path / "loop-a.json").write_text(json.dumps(result))
     (tmp_path / "other.json").write_text("{}")                          # not a bench-loop file: not read
     [(path, read)] = loop_speed.loop_results(tmp_path)
-    first, second = loop_speed.loop_rows(read)
-    assert first["rest of a step (% of forward)"] == 20.0 and first["target (%)"] == 15.0 and first["met"] is False
+    first, second, third = loop_speed.loop_rows(read)
+    assert third["rest of a step (% of forward)"] == "15.04" and second["rest of a step (% of forward)"] == 20.0
+    assert first["rest of a step (% of forward)"] == "20.0" and first["target (%)"] == 15.0 and first["met"] is False
     assert (first["CE (%)"], first["controller (%)"], first["statistics + view + commit (%)"]) == (5.0, 4.0, 3.0)
     assert second["target (%)"] is None and second["met"] is None and second["CE"] is False and second["CE (%)"] is None
     caption = loop_speed.loop_caption(path, read)
@@ -73,4 +75,4 @@ def test_the_step_speed_page_reads_every_committed_loop_file_as_percentages(tmp_
     committed = loop_speed.loop_results(REPO_ROOT / "results" / "bench")
     assert committed and all(len(loop_speed.loop_rows(r)) == len(r["rows"]) > 0 for _, r in committed)
     fig = loop_speed.draw_loop(read, "t")
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["tspd + CE / dual", "vanilla / dual"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["tspd + CE / dual", "vanilla / dual", "tspd + CE / prefix"]

@@ -21,6 +21,12 @@ def loop_results(directory: str | Path) -> list[tuple[Path, dict]]:
     return [(p, json.loads(p.read_text())) for p in sorted(Path(directory).glob("loop-*.json"))]
 
 
+def share_text(x: float, target: float | None) -> str:
+    """``x`` in per cent to one decimal, or to two where one would read as the target itself (5.04 % misses 5 %)."""
+    one = f"{100 * x:.1f}"
+    return f"{100 * x:.2f}" if target is not None and one == f"{100 * target:.1f}" and x != target else one
+
+
 def setting_label(row: dict) -> str:
     """``policy[ + CE] / cache`` of one bench-loop row."""
     return f"{row['policy']}{' + CE' if row['ce'] else ''} / {row['cache']}"
@@ -34,7 +40,8 @@ def loop_rows(result: dict) -> list[dict]:
     for r in result["rows"]:
         target = r.get("target")
         row = {"policy": r["policy"], "CE": r["ce"], "cache": r["cache"], "forward ms": r["forward_ms"],
-               "rest of a step (% of forward)": 100 * r["rest_of_forward"],
+               "rest of a step (% of forward)": (100 * r["rest_of_forward"] if target is None   # 5.04 beside 5.0
+                                                 else share_text(r["rest_of_forward"], target)),
                "target (%)": None if target is None else 100 * target, "met": r.get("meets_target")}
         phases = r.get("phases_of_forward", {})
         row.update({column: 100 * phases[name] if name in phases else None for name, column in PHASES.items()})

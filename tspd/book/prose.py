@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from tspd.book.loop_speed import share_text
 from tspd.book.record import accuracy_text, vanilla_accuracy
 from tspd.eval.results import ResultsFile, wilson
 from tspd.models.loading import DEFAULT_MODEL
@@ -402,12 +403,6 @@ def loop_overhead(name: str | None = None) -> str:
     return "; and ".join(_loop_file(n) for n in names)
 
 
-def _share(x: float, target: float) -> str:
-    """``x`` in per cent to one decimal, or to two where one would read as the target itself (5.04 % misses 5 %)."""
-    one = f"{100 * x:.1f}"
-    return f"{100 * x:.2f}" if one == f"{100 * target:.1f}" and x != target else one
-
-
 def _loop_file(name: str) -> str:
     rec = json.loads((RESULTS / "bench" / name).read_text())
     groups: dict[tuple, list[dict]] = {}
@@ -417,7 +412,7 @@ def _loop_file(name: str) -> str:
     parts, met, missed = [], [], []
     for (policy, ce), rows in groups.items():
         label = _decoder_name(policy, ce)
-        shares = " / ".join(_share(r["rest_of_forward"], r["target"]) for r in rows)
+        shares = " / ".join(share_text(r["rest_of_forward"], r["target"]) for r in rows)
         parts.append(f"{label} {shares} % ({' / '.join(r['cache'] for r in rows)}; target {100 * rows[0]['target']:.0f} %)")
         for r in rows:
             (met if r["meets_target"] else missed).append(f"{label} / {r['cache']}")
