@@ -55,7 +55,7 @@ class WindowForward:
         else:
             ids, pos = self.window_views(w0, w1)
             logits = self.model(ids, attention_mask=c.attn, position_ids=pos, cache=self.kv, offset=w0,
-                                logits_from=g0 - w0, logits_to=None if g1 == w1 else g1 - w0)
+                                logits_from=g0 - w0, logits_to=g1 - w0)
         return candidates_only(logits, self.vocab_size, c.mask_id)
 
     def window_views(self, w0: int, w1: int) -> tuple[torch.Tensor, torch.Tensor]:
