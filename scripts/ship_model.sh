@@ -11,9 +11,10 @@
 #   ZOO=tiny-chain bash scripts/ship_model.sh RUN_DIR [THREADS]    as tspd/zoo/tiny-chain
 #   STAGES="tables" bash scripts/ship_model.sh RUN_DIR             only some (copy controllers notebooks tables)
 #
-#   copy         RUN_DIR's checkpoint, tokenizer, TRAINING.md, curves and sweep -> tspd/zoo/NAME/ (the resumable
-#                state and logs -> results/training/<RUN_DIR's name>/); a NAME that holds a model of another
-#                task is refused. For the book's model also the README's and the book's accuracy sentence.
+#   copy         RUN_DIR's checkpoint, tokenizer, TRAINING.md, curves and sweep -> tspd/zoo/NAME/ (the curves,
+#                TRAINING.md, sweep and probes also -> results/training/<RUN_DIR's name>/, the resumable state
+#                stays in RUN_DIR); a NAME that holds a model of another task is refused. For the book's
+#                model also the README's and the book's accuracy sentence.
 #   controllers  stage 1 + 2 of NAME's controllers on its task's traces split (scripts/train_controllers.sh 200)
 #   notebooks    set aside results/runs and results/variants, re-execute every notebook
 #   tables       the 500-problem controller table (results/embedded_controllers.json from the harness
@@ -81,7 +82,6 @@ for stage in $stages; do
       cp "$run"/*.csv "$run"/TRAINING.md "$record/"
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$record/"
       if [ -f "$run/probes.json" ]; then cp "$run/probes.json" "$zoo/"; cp "$run/probes.json" "$record/"; fi
-      [ -f "$run/train_state.pt" ] && cp "$run/train_state.pt" "$record/"
       # the README's and the book's sentence on the book model's accuracy, from its record (tspd.book.record)
       if [ "$name" = "$book" ]; then .venv/bin/python scripts/model_accuracy.py --model "$name"; fi
       ;;

@@ -1,11 +1,11 @@
 """How fast ``train-lm``'s batch stream builds batches for each number of batch-building processes.
 
-    python scripts/stream_rate.py --workers 0,12 --seconds 8 -- --out runs/g1 --resume --task chain ...
+    python scripts/stream_rate.py --workers 0,12 --seconds 8 -- --out runs/RUN --resume --task chain ...
 
 Builds batches of the run's own options (task, windows, alterations, ``--batch-seeds``) with its
 tokenizer (a started run's: ``--out`` must hold it) for ``--seconds`` per setting, prints problems and
-positions per second for each, then the fastest worker count alone on the last line (what
-``scripts/gpu_train.sh`` reads). It times the stream alone: in training, a background thread also competes
+positions per second for each, then the fastest worker count alone on the last line (for a script to
+pass as ``--data-workers``). It times the stream alone: in training, a background thread also competes
 with the step's Python for the interpreter, processes do not.
 """
 from __future__ import annotations
