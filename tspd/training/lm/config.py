@@ -35,7 +35,7 @@ class LMTrainConfig:
     alter_any: float = 0.0         # share of those altered to any value, learned only up to the line it breaks (copy anyway)
     swap_frac: float = 0.0         # share of problems with + and * operands in random order (two right answers a line)
     batch_size: int = 64           # sequences per optimizer step
-    lr: float = 3e-3               # peak AdamW learning rate
+    lr: float = 1e-3               # peak AdamW rate (at 3e-3 a 1M model misses dependencies between answer tokens)
     min_lr_frac: float = 0.1       # cosine decays to lr * min_lr_frac
     warmup_frac: float = 0.03      # of the run (steps or minutes)
     weight_decay: float = 0.1      # on matrices only, not on norms and embeddings
@@ -49,7 +49,7 @@ class LMTrainConfig:
     eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
     eval_n: int = 200              # test problems for in-training evaluations (accuracy and probes)
     regime: bool = False           # also log the regime figures at each evaluation (tspd.eval.regime: TPF, caches, 2x window)
-    regime_long_n: int = 32        # problems for the 2x window's vanilla figure (a forward per token: costly)
+    regime_long_n: int = 32        # problems for the 2x window's vanilla figure (a forward per token: costly; 0: none)
     gate_minutes: float = 0.0      # stop a try that cannot copy question numbers by then (0 = never)
     gate_copy: float = 0.5         # question-number probe a try needs by --gate-minutes
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)

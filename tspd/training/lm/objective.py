@@ -28,12 +28,13 @@ from tspd.training.masking import Masking, mask_answer
 
 
 def model_config(cfg: LMTrainConfig, tokenizer) -> LLaDAConfig:
-    """An LLaDAConfig whose vocabulary and special ids come from the tokenizer."""
+    """An LLaDAConfig whose vocabulary and special ids come from the tokenizer; its longest sequence leaves room
+    for a prompt before twice the longest window (paper Table 3 decodes at 2x and 4x)."""
     task = generated_task(cfg.task)
     longest = max([cfg.gen_length] + [w for w, _ in windows(cfg)])
     return LLaDAConfig(
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, mlp_hidden_size=cfg.mlp_hidden,
-        vocab_size=len(tokenizer), max_sequence_length=max(512, 2 * longest), rope_theta=10000.0,
+        vocab_size=len(tokenizer), max_sequence_length=max(1024, 4 * longest), rope_theta=10000.0,
         mask_token_id=tokenizer.mask_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         extra={"tspd_task": {"name": task.__name__, "fingerprint": task.fingerprint(),
@@ -58,16 +59,19 @@ def count_parameters(model: torch.nn.Module) -> int:
 
 def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
              generator: torch.Generator | None = None, masking: Masking = Masking(),
-             eos_id: int | None = None) -> torch.Tensor:
+             eos_id: int | None = None, t_draw: str = "stratified") -> torch.Tensor:
     """LLaDA SFT loss (Eq. 5): masked-token CE weighted by 1/t over the answer region / its length.
 
     ``masking`` says which positions are masked and scored (:mod:`tspd.training.masking`); the default
-    is LLaDA's uniform masking, where every masked position is scored.
+    is LLaDA's uniform masking, where every masked position is scored. ``t_draw``: the batch's times
+    ``stratified`` (:func:`stratified_uniform`) or ``independent`` (one plain uniform draw each).
     """
     ids, P = batch.input_ids, batch.prompt_width
     answer = ids[:, P:]
     B, L = answer.shape
-    t = eps + (1 - eps) * stratified_uniform(B, ids.device, generator)   # t in (eps, 1]
+    u = stratified_uniform(B, ids.device, generator) if t_draw == "stratified" else \
+        torch.rand(B, 1, device=ids.device, generator=generator)
+    t = eps + (1 - eps) * u   # t in (eps, 1]
     masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator, batch.clean, batch.until)
     noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
     logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
