@@ -39,15 +39,16 @@ def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict
     cached one."""
     run = lambda cache: generate(model, [task.prompt(problem)], policy=policy, policy_kwargs=kwargs,  # noqa: E731
                                  cache=cache, record_trace=True)
+    answer = getattr(task, "answer_key", task.extract_answer)   # what "the same answer" compares
     ref = run("none")
-    ref_pred = task.extract_answer(ref.texts[0])
+    ref_pred = answer(ref.texts[0])
     rows = []
     for cache in CACHES:
         alt = run(cache)
-        pred = task.extract_answer(alt.texts[0])
+        pred = answer(alt.texts[0])
         rows.append(dict(id=problem["id"], policy=policy, cache=cache, same_text=alt.texts[0] == ref.texts[0],
-                         same_answer=pred == ref_pred, correct_no_cache=ref_pred == problem["final"],
-                         correct=pred == problem["final"],
+                         same_answer=pred == ref_pred, correct_no_cache=task.right(problem, ref.texts[0]),
+                         correct=task.right(problem, alt.texts[0]),
                          parting=as_dict(first_parting(ref.trace, alt.trace))))
     return rows
 

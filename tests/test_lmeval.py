@@ -304,6 +304,23 @@ def test_chain_task_has_the_chain_tasks_problems_prompts_and_grades():
     assert [g for g, _ in grades] == [w for _, w in grades] == [1.0, 0.0, 0.0] * 4
 
 
+def test_roster_task_grades_the_whole_answer_as_the_harness_does():
+    """tspd_roster: found by lm-eval, its test problems in order; a valid plan right, a chore given twice wrong."""
+    manager = task_manager()
+    task = manager.load(["tspd_roster"])["tasks"]["tspd_roster"]
+    ours = get_task("roster")
+    samples = ours.samples(3)
+    docs = [dict(d) for d in list(task.test_docs())[:3]]
+    assert docs == samples
+    for doc, sample in zip(docs, samples):
+        first = sample["answer"].split("\n")[0]
+        chores = sample["chores"]
+        twice = first.replace(f"will {chores[1]}", f"will {chores[0]}")   # chore 0 given twice
+        for text, right in ((sample["answer"], 1.0), (sample["answer"].replace(first, twice), 0.0)):
+            got = task.process_results(doc, [Completion(text, {"nfe": 3})])
+            assert got["exact_match"] == right == float(ours.grade(sample, text)["correct"])
+
+
 def test_task_files_ship_with_the_package():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = data["tool"]["setuptools"]["package-data"]["tspd"]

@@ -18,7 +18,8 @@ def _row(right, tpf=1.0):
 RECORD = {"command": "python -m tspd regime", "git": "abc", "device": "cpu", "gen_length": 256, "block_length": 32,
           "config": {"caches": ["dual"], "long_windows": [512]},
           "rows": {"vanilla": _row([1] * 95 + [0] * 5), "fast": _row([1] * 94 + [0] * 6, tpf=5.0),
-                   "fixed4": _row([1] * 80 + [0] * 20), "vanilla_dual": _row([1] * 95 + [0] * 5),
+                   "fixed4": _row([1] * 80 + [0] * 20), "fixed8": _row([1] * 60 + [0] * 40),
+                   "block_step": _row([1] * 10 + [0] * 90), "vanilla_dual": _row([1] * 95 + [0] * 5),
                    "fast_dual": _row([1] * 93 + [0] * 7, tpf=5.2), "vanilla_512": _row([1] * 9 + [0]),
                    "vanilla_short": _row([1] * 10)}}
 
@@ -36,6 +37,11 @@ def test_targets_are_met_only_when_the_interval_is_on_their_side():
     assert got["vanilla accuracy, %"]["point_met"] and not got["vanilla accuracy, %"]["met"]   # 95 of 100: Wilson lo 88.8
     assert got["Fast-dLLM 0.9 TPF"]["met"] and got["Fast-dLLM 0.9 TPF"]["value"] == 5.0
     assert got["4 tokens per step loses, points"]["value"] == pytest.approx(15.0)
+    assert got["4 tokens per step loses, points"]["met"]                 # 15 points, interval above 8
+    assert got["8 tokens per step loses, points"]["value"] == pytest.approx(35.0)
+    assert got["one step per block loses, points"]["value"] == pytest.approx(85.0)
+    assert got["Fast-dLLM 0.9 loses, points"]["value"] == pytest.approx(1.0)
+    assert not got["Fast-dLLM 0.9 loses, points"]["met"] and got["Fast-dLLM 0.9 loses, points"]["point_met"]
     assert got["the dual cache costs fast, points"]["value"] == pytest.approx(1.0)
     assert not got["the dual cache costs fast, points"]["met"]          # 1 point, but the interval reaches above 2
     assert got["vanilla at 512 loses against 256, points"]["value"] == pytest.approx(10.0)
@@ -46,6 +52,8 @@ def test_targets_say_what_each_row_measures():
     cost = got["the dual cache costs fast, points"]
     assert (cost["cache"], cost["decoder"]) == ("dual", "fast")
     assert got["4 tokens per step loses, points"]["tokens_per_step"] == 4
+    assert got["one step per block loses, points"]["tokens_per_step"] == 32
+    assert got["8 tokens per step loses, points"]["anchor"][0] == pytest.approx(79.3 - 30.7)   # theirs, Fig. 5
     assert got["vanilla at 512 loses against 256, points"]["window"] == 512
 
 
@@ -73,8 +81,8 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
             "--threads", "1"]
     assert main(argv) == 0
     record = json.loads((model / "regime.json").read_text())
-    assert set(record["rows"]) == {"vanilla", "fast", "fixed4", "vanilla_prefix", "fast_prefix", "vanilla_dual",
-                                   "fast_dual", "vanilla_128", "vanilla_short"}
+    assert set(record["rows"]) == {"vanilla", "fast", "fixed2", "fixed4", "fixed8", "block_step", "vanilla_prefix",
+                                   "fast_prefix", "vanilla_dual", "fast_dual", "vanilla_128", "vanilla_short"}
     assert record["rows"]["vanilla"]["n"] == 2 and record["rows"]["vanilla_128"]["n"] == 1
     assert SECTION in (model / "TRAINING.md").read_text()
     record["rows"]["fast"]["seconds"] = -7                      # a kept row is not measured again
@@ -140,3 +148,15 @@ def test_a_record_names_who_measured_its_rows():
     assert measured_by({}, new, True) == new                                    # every row new
     assert measured_by(old, new, False) == {"command": "old", "git": "a", "device": "cpu"}   # nothing measured
     assert measured_by(old, new, True) == {"command": "new", "git": "a; rows added at b", "device": "cpu"}
+
+
+def test_the_parallel_figure_puts_each_schedule_at_its_tokens_per_step():
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.regime import parallel_figure, parallel_rows
+    rows = {r["decoding"]: r for r in parallel_rows({**RECORD, "model": "m"})}
+    assert [rows[d]["k"] for d in ("vanilla", "fixed4", "fixed8", "block_step")] == [1, 4, 8, 32]
+    assert rows["fast"]["k"] == 5.0 and not rows["fast"]["fixed"]            # the threshold rule at its TPF
+    assert rows["block_step"]["accuracy"] == pytest.approx(10.0) and rows["block_step"]["lo"] < 10 < rows["block_step"]["hi"]
+    fig = parallel_figure({"ours": {**RECORD, "model": "m"}})
+    assert any("Fast-dLLM paper" in t.get_text() for t in fig.axes[0].get_legend().get_texts())

@@ -68,7 +68,7 @@ def test_model_config_reads_ids_from_tokenizer(tokenizer):
     assert cfg.vocab_size == len(tokenizer)
     assert cfg.mask_token_id == tokenizer.mask_token_id
     assert cfg.eos_token_id == cfg.pad_token_id == tokenizer.eos_token_id
-    assert cfg.rope_theta == 10000.0 and cfg.max_sequence_length == 512
+    assert cfg.rope_theta == 10000.0 and cfg.max_sequence_length == 1024   # a prompt before twice the window fits
 
 
 class _Recorder(torch.nn.Module):

@@ -296,7 +296,8 @@ _DECODERS = {"vanilla": "vanilla", "fast": "Fast-dLLM", "tspd_ce": "TSPD + CE"}
 
 def regime_summary(model: str = DEFAULT_MODEL) -> str:
     """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
-    which of issue 32's targets it meets: a bound is met when the whole 95 % interval is on its side."""
+    which of the regime targets it meets (:data:`tspd.eval.regime_record.TARGETS`): a bound is met when the whole
+    95 % interval is on its side."""
     from tspd.eval.regime_record import targets
     path = _model_dir(model) / "regime.json"
     if not path.is_file():
@@ -314,13 +315,17 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
         if t["target"] == "vanilla":
             words = f"vanilla >= {t['bound']:g} %"
         elif t["target"] == "fast_tpf":
-            words = f"TPF <= {t['bound']:g}"
+            words = f"TPF >= {t['bound']:g}"
             parts.append(f"Fast-dLLM at 0.9 without a cache makes {t['value']:.2f} non-EOS tokens per forward"
                          + (f" [{t['anchor'][0]:g} with the dual cache]" if t["anchor"] else ""))
-        elif t["target"] == "fixed_loss":
-            step = f"{t['tokens_per_step']} tokens per step"
+        elif t["target"] == "fast_loss":
+            words = f"Fast-dLLM 0.9 within {t['bound']:g} points"
+            parts.append(f"against vanilla it loses {t['value']:.1f} points{ival(t)}{theirs(t)}")
+        elif t["target"] in ("fixed_loss", "fixed8_loss", "block_step_loss"):
+            step = "one step per block" if t["target"] == "block_step_loss" else f"{t['tokens_per_step']} tokens per step"
             words = f"{step} losing >= {t['bound']:g} points"
-            parts.append(f"{step} lose {t['value']:.1f} points{ival(t)}")
+            parts.append(f"{step} lose{'s' if t['target'] == 'block_step_loss' else ''} {t['value']:.1f} points"
+                         f"{ival(t)}{theirs(t)}")
         else:   # long_gap
             window = t["window"]
             words = f"vanilla at {window} within {t['bound']:g} points"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from tspd.eval.regime import RegimeConfig
+from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig
 from tspd.eval.regime_record import measure, targets, weights_hash
+from tspd.eval.results import wilson
 from tspd.provenance import device_name, git_revision
 
 
@@ -60,15 +61,15 @@ def target_rows(record: dict) -> list[dict]:
 
 
 def regime_figure(record: dict):
-    """Five panels, one per target: ours (dot, 95 % interval) against the target (shaded: where it is met)
-    and LLaDA-8B-Instruct's value (diamond, theirs)."""
+    """Five panels of targets: ours (dot, 95 % interval; green where met) against each target's bound (a green
+    bar, shaded on the side where it is met) and LLaDA-8B-Instruct's value (diamond, theirs)."""
     import matplotlib.pyplot as plt
 
     groups = [("TPF (Fast-dLLM 0.9)", ("fast_tpf",)), ("accuracy, %", ("vanilla",)),
-              ("points a fixed schedule loses", ("fixed_loss",)), ("points a longer window loses", ("long_gap",)),
-              ("points a cache costs", ("cache_cost",))]
+              ("points parallel decoding loses", ("fast_loss", "fixed_loss", "fixed8_loss", "block_step_loss")),
+              ("points a longer window loses", ("long_gap",)), ("points a cache costs", ("cache_cost",))]
     found = targets(record)
-    fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), gridspec_kw={"width_ratios": [1, 1, 1, 1, 2.4]})
+    fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), gridspec_kw={"width_ratios": [1, 1, 2, 1, 2.4]})
     for ax, (title, keys) in zip(axes, groups):
         ts = [t for t in found if t["target"] in keys]
         for i, t in enumerate(ts):
@@ -76,25 +77,75 @@ def regime_figure(record: dict):
                         color="tab:green" if t["met"] else "tab:red", capsize=3)
             if t["anchor"] is not None:
                 ax.plot(i, t["anchor"][0], "D", color="k", ms=6, label="LLaDA-8B (theirs)" if i == 0 else None)
-        if ts:
-            bound, kind = ts[0]["bound"], ts[0]["kind"]
-            lo, hi = ax.get_ylim()
-            ax.axhspan(bound, max(hi, bound * 1.1), alpha=0.12, color="tab:green") if kind == "min" else \
-                ax.axhspan(min(lo, 0), bound, alpha=0.12, color="tab:green")
-            ax.axhline(bound, color="tab:green", lw=1)
+        top = max([t["hi"] for t in ts] + [t["bound"] for t in ts] + [1.0]) * 1.15
+        bottom = min([t["lo"] for t in ts] + [0.0])
+        for i, t in enumerate(ts):
+            ax.hlines(t["bound"], i - 0.35, i + 0.35, color="tab:green", lw=1.5)
+            ax.fill_between([i - 0.35, i + 0.35], t["bound"], top if t["kind"] == "min" else bottom,
+                            alpha=0.12, color="tab:green")
+        ax.set_ylim(bottom - 0.05 * (top - bottom), top)
+        ax.set_xlim(-0.6, max(len(ts), 1) - 0.4)
         ax.set_xticks(range(len(ts)), [_short(t["what"]) for t in ts], rotation=30, ha="right", fontsize=7)
         ax.set_title(title, fontsize=9)
-    axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{record['model']}: dots ours with 95 % intervals (green: target met), shaded where the "
-                 "target is met, diamonds LLaDA-8B-Instruct's own values", fontsize=9)
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best")
+            break
+    fig.suptitle(f"{record['model']}: dots ours with 95 % intervals (green: target met), bars the bounds (shaded "
+                 "where met), diamonds LLaDA-8B-Instruct's own values", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def parallel_rows(record: dict) -> list[dict]:
+    """Accuracy against tokens per step: vanilla at 1, each fixed schedule, one step per block (its block's
+    length), with 95 % intervals; Fast-dLLM 0.9 apart (``k`` its TPF). LLaDA-8B's are :func:`parallel_figure`'s."""
+    rows, out = record["rows"], []
+    names = [("vanilla", 1)] + sorted(((n, int(n[5:])) for n in rows if n.startswith("fixed")), key=lambda x: x[1])
+    names += [("block_step", record["block_length"])] if "block_step" in rows else []
+    for name, k in names + [("fast", None)]:
+        if name in rows:
+            r = rows[name]
+            lo, hi = wilson(r["correct"], r["n"])
+            out.append({"decoding": name, "k": r["tpf"] if k is None else k, "accuracy": 100 * r["accuracy"],
+                        "lo": 100 * lo, "hi": 100 * hi, "n": r["n"], "fixed": k is not None})
+    return out
+
+
+def parallel_figure(records: dict[str, dict]):
+    """Accuracy (%) against tokens per step for each model's record, beside LLaDA-8B-Instruct on GSM8K (Fast-dLLM
+    paper, Fig. 5, read from the plot: their numbers). Lines: fixed schedules (one step per block at its
+    block's length); stars: Fast-dLLM at threshold 0.9, placed at its tokens per forward."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (label, record), color in zip(records.items(), ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
+        rows = parallel_rows(record)
+        fixed = [r for r in rows if r["fixed"]]
+        ax.errorbar([r["k"] for r in fixed], [r["accuracy"] for r in fixed], fmt="o-", color=color, capsize=3,
+                    yerr=[[r["accuracy"] - r["lo"] for r in fixed], [r["hi"] - r["accuracy"] for r in fixed]],
+                    label=f"{label} (ours, n = {fixed[0]['n']})")
+        for r in rows:
+            if not r["fixed"]:
+                ax.plot(r["k"], r["accuracy"], "*", ms=12, color=color)
+    ks = sorted(FIXED_ANCHORS)
+    ax.plot(ks, [FIXED_ANCHORS[k] for k in ks], "D--", color="k", label="LLaDA-8B-Instruct, GSM8K (Fast-dLLM paper, Fig. 5)")
+    ax.plot(THRESHOLD_ANCHOR[1], THRESHOLD_ANCHOR[0], "*", ms=12, color="k")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens per step (stars: Fast-dLLM 0.9 at its tokens per forward)")
+    ax.set_ylabel("accuracy, %")
+    ax.set_ylim(-3, 103)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("What committing several tokens per step costs", fontsize=10)
     fig.tight_layout()
     return fig
 
 
 def _short(what: str) -> str:
     return (what.replace(", points", "").replace("the ", "").replace(" cache costs", "").replace("vanilla accuracy, %",
-            "vanilla").replace("tokens per step loses", "tok/step").replace(" loses against", " vs"))
+            "vanilla").replace("tokens per step loses", "tok/step").replace(" loses against", " vs").replace(
+            "one step per block loses", "1 step/block").replace("Fast-dLLM 0.9 loses", "Fast-dLLM 0.9"))
 
 
-__all__ = ["regime_record", "target_rows", "regime_figure"]
+__all__ = ["regime_record", "target_rows", "regime_figure", "parallel_rows", "parallel_figure"]
 

@@ -34,12 +34,11 @@ from tspd.models.loading import LoadedModel, special_tokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.options import from_args
 from tspd.provenance import device_name, git_revision
-from tspd.training import probes
 from tspd.training.lm.config import LMTrainConfig, add_arguments, command_line
 from tspd.training.lm.data import Batch, encode_answer, make_batch, make_tokenizer
 from tspd.training.lm.stream import BatchStream
 from tspd.training.lm.evaluation import EVAL_COLUMNS, SWEEP, curve_point, sweep_row, final_evaluation, final_probes, \
-    gate_failed
+    gate_failed, task_probes
 from tspd.training.lm.objective import count_parameters, init_weights, lr_factor, make_optimizer, model_config, \
     sft_loss, stratified_uniform
 from tspd.training.lm.record import STATE, probe_table, read_log, save_checkpoint, save_state, sweep_table, \
@@ -250,7 +249,7 @@ def _progress(cfg: LMTrainConfig, step: int, seconds: float) -> float:
 
 def _log_point(cfg: LMTrainConfig, step: int, point: dict, log) -> None:
     log(f"step {step:6d} | eval 1 token/step: {point['accuracy']:.1%} of {point['n']} | probes " +
-        ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in probes.COLUMNS
+        ", ".join(f"{k.removeprefix('probe_')} {point[k]:.0%}" for k in task_probes(generated_task(cfg.task)).COLUMNS
                   if not k.endswith("_n") and point[k] is not None))
     if cfg.regime:
         log(f"step {step:6d} | regime " + ", ".join(f"{k} {point[k]:.2f}" for k in REGIME_COLUMNS
@@ -278,7 +277,7 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
         f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
                 f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
         if probed:
-            f.write("\n" + "\n".join(probe_table(probed)))
+            f.write("\n" + "\n".join(probe_table(probed, cfg.task)))
     (out / "evals.json").write_text(json.dumps(evals, indent=1) + "\n")
     return evals
 

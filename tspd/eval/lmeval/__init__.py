@@ -8,7 +8,7 @@
   (:mod:`tspd.eval.lmeval.likelihood`), NFE / TPS / the decoding in lm-eval's samples and results.
 - :mod:`tspd.eval.lmeval.cli`: ``python -m tspd.lmeval ...``, lm-eval's own command line with the adapter
   registered and :data:`TASKS_DIR` on the task path (lm-eval 0.4 finds models only in code it has imported).
-- ``tasks/``: ``tspd_arith`` and ``tspd_chain`` (the generated tasks ``arith`` and ``chain``, generated
+- ``tasks/``: ``tspd_arith``, ``tspd_chain`` and ``tspd_roster`` (the generated tasks of those names, generated
   locally) and ``tspd_gsm8k`` (local JSONL).
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 lm-eval 0.4 has no plugin discovery for models: its registry holds its own models and whatever code
 already imported registered, so the stock ``lm_eval`` console script cannot see ``tspd``. This command
-imports the adapter, puts the package's tasks (``tspd_arith``, ``tspd_chain``, ``tspd_gsm8k``) on the task
+imports the adapter, puts the package's tasks (``tspd_arith``, ``tspd_chain``, ``tspd_roster``, ``tspd_gsm8k``) on the task
 path when no ``--include_path`` is given, checks ``--model_args`` before lm-eval indexes its tasks or any
 weights load, and hands every argument to lm-eval (``lm_eval.__main__.cli_evaluate``), so the options, output
 files and tables are lm-eval's. Several processes: ``accelerate launch -m tspd.lmeval ...`` or

@@ -1,11 +1,12 @@
 """The shipped lm-eval tasks' data and metrics (the YAMLs in ``tasks/`` reach them via their ``utils.py``).
 
-Both tasks are offline and grade exactly as the project harness does (:mod:`tspd.eval.tasks`):
+The tasks are offline and grade exactly as the project harness does (:mod:`tspd.eval.tasks`):
 
-- ``tspd_arith`` and ``tspd_chain``: the 500 held-out problems of the generated task
-  (:mod:`tspd.eval.tasks.arith`, :mod:`tspd.eval.tasks.chain`), generated locally (no file to go stale
-  when the task changes); prompt = the question; exact match of the ``#### N`` number. The two differ only
-  in the task module: one pair of functions serves both (:func:`generated_dataset`, :func:`process_generated`).
+- ``tspd_arith``, ``tspd_chain`` and ``tspd_roster``: the 500 held-out problems of the generated task
+  (:mod:`tspd.eval.tasks.arith`, :mod:`tspd.eval.tasks.chain`, :mod:`tspd.eval.tasks.roster`), generated
+  locally (no file to go stale when the task changes); prompt = the question; graded by the task's own
+  ``grade`` (arith and chain: exact match of the ``#### N`` number; roster: the whole answer). They differ only
+  in the task module: one pair of functions serves all (:func:`generated_dataset`, :func:`process_generated`).
 - ``tspd_gsm8k``: GSM8K from local JSONL files (``<data_dir>/gsm8k/{test,train}.jsonl``; ``data_dir`` from
   ``--metadata '{"data_dir": ...}'``, else ``$TSPD_DATA_DIR`` or the project's default), lm-eval's 5-shot
   ``Question: ...\\nAnswer:`` format with the first 5 train problems; ``exact_match`` is the flexible
@@ -46,6 +47,11 @@ def chain_dataset(**metadata):
     return generated_dataset("chain")
 
 
+def roster_dataset(**metadata):
+    """The roster test split (metadata is ignored)."""
+    return generated_dataset("roster")
+
+
 def gsm8k_dataset(data_dir: str | None = None, **metadata):
     """``{"test", "train"}`` GSM8K rows (``question, answer``) from the local JSONL files the harness reads."""
     from tspd.eval.tasks.data import TaskDataError, data_file, read_jsonl
@@ -77,7 +83,7 @@ def _tpf_record(record: dict) -> dict | None:
 
 
 def process_generated(name: str, doc: dict, results: list) -> dict:
-    """Graded as ``python -m tspd eval --task name`` grades (the final ``#### N``), with the speed records."""
+    """Graded as ``python -m tspd eval --task name`` grades (the task's ``grade``), with the speed records."""
     from tspd.eval.tasks import get_task
     grade = get_task(name).grade(doc, str(results[0]))
     return {"exact_match": float(grade["correct"]), **_speed(results[0])}
@@ -89,6 +95,10 @@ def process_arith(doc: dict, results: list) -> dict:
 
 def process_chain(doc: dict, results: list) -> dict:
     return process_generated("chain", doc, results)
+
+
+def process_roster(doc: dict, results: list) -> dict:
+    return process_generated("roster", doc, results)
 
 
 def process_gsm8k(doc: dict, results: list) -> dict:

@@ -1,4 +1,4 @@
-"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith and chain.
+"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain and roster.
 
 Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
 ``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
@@ -16,8 +16,9 @@ from tspd.eval.tasks.data import ENV_VAR, TaskDataError, default_data_dir
 from tspd.eval.tasks.gsm8k import GSM8K
 from tspd.eval.tasks.humaneval import HumanEval
 from tspd.eval.tasks.mbpp import MBPP
+from tspd.eval.tasks.roster import Roster
 
-TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain)}
+TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain, Roster)}
 
 __all__ = ["TASKS", "ENV_VAR", "Task", "TaskDataError", "cut_at_stop", "default_data_dir", "get_task",
            "render_prompt", "use_chat"]

@@ -272,8 +272,9 @@ def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]
     return out
 
 
-def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
-    """Final answers right by template: ``{template: [right, total]}``, templates in sorted order.
+def template_accuracy(problems: list[dict], texts: list[str], grade=None) -> dict[str, list[int]]:
+    """Answers right by template: ``{template: [right, total]}``, templates in sorted order; ``grade(problem,
+    text)`` is the task's grade (default :func:`right`, the final number).
 
     An average over templates hides a template the model never learned (tries 10-12 answered 4 of 59
     ``rates``/``travel`` problems and every other one right, because those two had run out of the
@@ -282,7 +283,7 @@ def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[
     out: dict[str, list[int]] = {}
     for p, text in zip(problems, texts):
         k = out.setdefault(p["template"], [0, 0])
-        k[0] += int(extract_answer(text) == p["final"])
+        k[0] += int((grade or right)(p, text))
         k[1] += 1
     return dict(sorted(out.items()))
 
@@ -403,6 +404,11 @@ def reordered(problem: dict, rng: random.Random) -> dict:
 _FINAL = re.compile(r"####\s*(-?\d[\d,]*(?:\.\d+)?)")
 
 
+def right(problem: dict, text: str) -> bool:
+    """The grade of a generated task's answer: here the final ``#### N`` equals the reference's."""
+    return extract_answer(text) == problem["final"]
+
+
 def extract_answer(text: str) -> str | None:
     """The number after the last ``####`` (commas dropped), or None; trailing junk is ignored."""
     last = None
@@ -424,12 +430,14 @@ class Arith(Task):
     splits = ("test", "traces", "train")
     supports_chat = False
 
+    problems = staticmethod(load_split)   # the generated task's fixed lists (each subclass names its own)
+
     def _load(self) -> list[dict]:
         if self.source:
-            raise ValueError("the arith task is generated locally; it has no hub source")
+            raise ValueError(f"the {self.name} task is generated locally; it has no hub source")
         if self.split == "train":
-            raise ValueError("the arith train split is an endless stream; evaluate 'test' or 'traces'")
-        return [dict(p) for p in load_split(self.split)]
+            raise ValueError(f"the {self.name} train split is an endless stream; evaluate 'test' or 'traces'")
+        return [dict(p) for p in self.problems(self.split)]
 
     def prompt(self, sample: dict, tokenizer=None, chat: bool | None = None) -> str:
         return self.prompt_text(sample)   # never a chat template: the tiny model was trained on raw text

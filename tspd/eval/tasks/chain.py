@@ -27,7 +27,7 @@ from typing import Callable
 
 from tspd.eval.tasks import arith
 from tspd.eval.tasks.arith import (altered, extract_answer, keeps_valid, line_accuracy,   # noqa: F401 (the task API)
-                                    prompt, template_accuracy)
+                                    prompt, right, template_accuracy)
 from tspd.eval.tasks import splits
 from tspd.eval.tasks.splits import Splits
 
@@ -262,10 +262,4 @@ fingerprint = _SPLITS.fingerprint  # hash of the test split: written into a chec
 class Chain(arith.Arith):
     """Graded like ``arith``: the final ``#### N`` against the reference's; any valid solution is right."""
     name = "chain"
-
-    def _load(self) -> list[dict]:
-        if self.source:
-            raise ValueError("the chain task is generated locally; it has no hub source")
-        if self.split == "train":
-            raise ValueError("the chain train split is an endless stream; evaluate 'test' or 'traces'")
-        return [dict(p) for p in load_split(self.split)]
+    problems = staticmethod(load_split)

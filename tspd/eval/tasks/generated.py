@@ -1,7 +1,7 @@
 """The tasks this repository generates itself, by name: what ``train-lm --task`` trains an embedded model on.
 
 Each is a module with the same functions: ``load_split``, ``iter_train``, ``prompt``, ``fingerprint``,
-``extract_answer``, ``line_accuracy``, ``template_accuracy``, ``GEN_LENGTH`` / ``BLOCK_LENGTH`` (the window
+``extract_answer``, ``right`` (the grade), ``line_accuracy``, ``template_accuracy``, ``GEN_LENGTH`` / ``BLOCK_LENGTH`` (the window
 it is sized for) and ``SPLIT_SIZES``; ``arith`` also ``altered`` and ``reordered`` (``chain`` draws its
 freedom in every problem instead). A checkpoint names its task's module in ``config.json``. ``drill`` has
 only what a training mixture needs (``iter_train``, ``load_split``, ``GEN_LENGTH``): it has nothing to grade.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from tspd.eval.tasks import arith, chain, drill
+from tspd.eval.tasks import arith, chain, drill, roster
 
-GENERATED: dict[str, ModuleType] = {"arith": arith, "chain": chain, "drill": drill}
+GENERATED: dict[str, ModuleType] = {"arith": arith, "chain": chain, "drill": drill, "roster": roster}
 MIX_ONLY = {"drill"}   # shares of another task's batches (--mix-tasks), never a --task of their own
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headline
-from tspd.eval.tasks import arith
+from tspd.eval.tasks import arith, roster
 from tspd.eval.tasks.generated import generated_task
-from tspd.training import probes
+from tspd.training import probes, roster_probes
 from tspd.training.lm.config import LMTrainConfig
 
 # The final evaluation: 1 token per step, then what parallel decoding costs (Sec. 1: committing several
@@ -27,7 +27,13 @@ SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.
         [("vanilla", None, k) for k in (2, 4, 8)]
 
 
-EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *REGIME_COLUMNS)   # eval_log.csv
+# eval_log.csv: every task's probe columns (empty where a task has none), roster's appended after older runs' columns
+EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *REGIME_COLUMNS, *roster_probes.COLUMNS)
+
+
+def task_probes(task):
+    """The teacher-forced probes of ``task``'s answers: roster's own, arith's for the arithmetic tasks."""
+    return roster_probes if task is roster else probes
 
 
 @torch.no_grad()
@@ -97,8 +103,8 @@ def final_probes(out: Path, cfg: LMTrainConfig) -> dict | None:
     model = load_model(out, device=cfg.device)
     task = generated_task(cfg.task)
     problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
-    probed = {"n": len(problems), **probes.run_probes(model, model.tokenizer, problems, cfg.gen_length,
-                                                      mask_id=model.special.mask)}
+    probed = {"n": len(problems), **task_probes(task).run_probes(model, model.tokenizer, problems, cfg.gen_length,
+                                                                 mask_id=model.special.mask)}
     (out / "probes.json").write_text(json.dumps(probed, indent=1) + "\n")
     return probed
 
@@ -116,16 +122,18 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
     figures, rows = dict.fromkeys(REGIME_COLUMNS), None
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
         if cfg.regime:
-            rc = RegimeConfig(n=cfg.eval_n, long_n=cfg.regime_long_n, long_windows=(2 * cfg.gen_length,),
+            rc = RegimeConfig(n=cfg.eval_n, long_n=cfg.regime_long_n,
+                              long_windows=(2 * cfg.gen_length,) if cfg.regime_long_n else (),
                               vanilla_caches=False, batch=cfg.eval_batch)   # what the caches cost Fast-dLLM
             rows = regime_figures(model, task, problems, cfg.gen_length, cfg.block_length, rc)
             r, figures = rows["vanilla"], headline(rows, rc)
         else:
             r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch, task=task)
-        probed = probes.run_probes(model, model.tokenizer, problems, cfg.gen_length, mask_id=model.special.mask)
+        probed = task_probes(task).run_probes(model, model.tokenizer, problems, cfg.gen_length,
+                                              mask_id=model.special.mask)
     model.train(was_training)
-    return {"step": step, "minutes": round(minutes, 4), "loss": round(loss, 4), "accuracy": r["accuracy"],
-            "n": r["n"], **probed, **figures, "regime": rows}
+    return {**dict.fromkeys(EVAL_COLUMNS), "step": step, "minutes": round(minutes, 4), "loss": round(loss, 4),
+            "accuracy": r["accuracy"], "n": r["n"], **probed, **figures, "regime": rows}
 
 
 def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:

@@ -51,7 +51,19 @@ CURVE_PROBES = {"next_operand_question": "question numbers", "next_operand_resul
                 "one_pass_final": "final in one forward"}
 
 
-REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fixed_loss": "4 tokens/step: points lost",
+# roster's probes (tspd.training.roster_probes), in the curve and in the final record
+ROSTER_PROBES = {"probe_chore": "one chore of a line masked", "probe_pair": "two chores of a line masked",
+                 "probe_name": "a name masked", "one_pass_lines": "day lines in one forward"}
+
+
+def curve_probes(task: str) -> dict[str, str]:
+    """The probes a task's learning curve shows: ``{column: name}``."""
+    return ROSTER_PROBES if task == "roster" else CURVE_PROBES
+
+
+REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fast_loss": "Fast-dLLM 0.9: points lost",
+                "fixed2_loss": "2 tokens/step: points lost", "fixed_loss": "4 tokens/step: points lost",
+                "fixed8_loss": "8 tokens/step: points lost", "block_step_loss": "one step per block: points lost",
                 "vanilla_prefix_cost": "prefix cache costs vanilla", "vanilla_dual_cost": "dual cache costs vanilla",
                 "fast_prefix_cost": "prefix cache costs Fast-dLLM", "fast_dual_cost": "dual cache costs Fast-dLLM",
                 "long_accuracy": "2x window: vanilla", "long_gap": "2x window: points lost"}
@@ -75,9 +87,14 @@ def _pct(x) -> str:
     return "" if x is None else f"{x:.0%}"
 
 
-def probe_table(probed: dict) -> list[str]:
+def probe_table(probed: dict, task: str = "arith") -> list[str]:
     """Markdown: the final record's teacher-forced probes and the counterfactual, with the rest of the
-    answer visible and with everything after the span masked."""
+    answer visible and with everything after the span masked (roster: its own probes)."""
+    if task == "roster":
+        return ["## Teacher-forced probes (`tspd.training.roster_probes`: the reference plan in the window, a "
+                "few tokens masked, one forward)", "", f"On the first {probed['n']} test problems, every day line.", "",
+                "| probe | right |", "|---|---|"] + \
+               [f"| {name} | {_pct(probed.get(k))} |" for k, name in ROSTER_PROBES.items()] + [""]
     names = {"operand_question": "question numbers", "operand_result": "earlier results", "result*": "products",
              "result+": "sums", "result-": "differences", "result/": "quotients", "final": "final line"}
     rows = ["## Teacher-forced probes (`tspd.training.probes`: the reference solution in the window, one span masked)",
@@ -118,16 +135,16 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("curve"):
         lines += ["## Learning curve (held-out, 1 token per step; teacher-forced probes with everything after the "
                   "span masked, `tspd.training.probes`)", "",
-                  "| step | training minutes | loss | accuracy | n | " + " | ".join(CURVE_PROBES.values()) + " |",
-                  "|---|---|---|---|---|" + "---|" * len(CURVE_PROBES)]
+                  "| step | training minutes | loss | accuracy | n | " + " | ".join(curve_probes(task).values()) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(curve_probes(task))]
         lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
-                  " | ".join(_pct(c.get(k)) for k in CURVE_PROBES) + " |" for c in info["curve"]]
+                  " | ".join(_pct(c.get(k)) for k in curve_probes(task)) + " |" for c in info["curve"]]
         lines.append("")
         lines += regime_curve(info["curve"])
     if info.get("stopped_early"):
         lines += [f"Stopped early: {info['stopped_early']}.", ""]
     if info.get("probes"):
-        lines += probe_table(info["probes"])
+        lines += probe_table(info["probes"], task)
     if info.get("evals"):
         lines += [f"## Held-out accuracy (`tspd.eval.tasks.{info.get('task', 'arith')}` test split, gen_length "
                   f"{info['gen_length']}, block_length {info['block_length']})", ""]
@@ -136,7 +153,7 @@ def write_training_md(out: Path, info: dict) -> None:
         vanilla = next((r for r in info["evals"] if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
                         and r.get("lines")), None)
         if vanilla:
-            names = {"*": "products", "+": "sums", "-": "differences", "/": "quotients"}
+            names = {"*": "products", "+": "sums", "-": "differences", "/": "quotients", "line": "day lines"}
             shares = [f"{names[op]} {k / n:.0%} ({k}/{n})" for op, (k, n) in vanilla["lines"].items() if n]
             lines += ["Exact solution lines with 1 token per step (a reference line right at its index): "
                       + ", ".join(shares) + ".", ""]

@@ -1,0 +1,78 @@
+"""The coupled-answers task ``roster``: its whole-answer grade, splits and probes' places."""
+import itertools
+
+import pytest
+
+from tspd.eval.tasks import get_task, roster
+from tspd.eval.tasks.generated import generated_task
+from tspd.training import roster_probes
+
+
+def _problem(n=4, days=2):
+    for p in roster.load_split("test"):
+        if len(p["people"]) == n and p["days"] == days:
+            return p
+    raise AssertionError(f"no test problem with {n} people over {days} days")
+
+
+def _answer(p, plans):
+    return "\n".join(roster.line(d + 1, p["people"], c) for d, c in enumerate(plans)) + f"\n#### {p['days']}"
+
+
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_every_valid_arrangement_is_right(n):
+    p = _problem(n, 3)
+    perms = list(itertools.permutations(p["chores"]))
+    for a, b in zip(perms, reversed(perms)):
+        assert roster.right(p, _answer(p, [a, b, a])), (a, b)
+
+
+def test_a_duplicated_chore_a_missing_one_and_broken_lines_are_wrong():
+    p = _problem(4, 3)
+    good = list(p["chores"])
+    plan = _answer(p, [good, good[::-1], good])
+    assert roster.right(p, plan)
+    twice = [good[0], good[0]] + good[2:]
+    assert "given twice" in roster.fault(p, _answer(p, [good, twice, good]))
+    missing = "\n".join(plan.split("\n")[:2] + [f"#### {p['days']}"])
+    assert roster.fault(p, missing) == "day 3 is missing"
+    first = roster.line(1, p["people"], good)
+    short = roster.line(1, p["people"][:3], good[:3])
+    assert "people" in roster.fault(p, plan.replace(first, short))
+    swapped = [p["people"][1], p["people"][0]] + p["people"][2:]
+    assert "people" in roster.fault(p, plan.replace(first, roster.line(1, swapped, good)))
+    assert "not one of the chores" in roster.fault(p, _answer(p, [good, ["bake"] + good[1:], good]))
+    assert "final" in roster.fault(p, plan.replace(f"#### {p['days']}", "#### 9"))
+    longer = _answer({**p, "days": 4}, [good] * 4).replace("#### 4", f"#### {p['days']}")
+    assert "after day" in roster.fault(p, longer)
+    assert "not a roster line" in roster.fault(p, "Day 1: cook\n#### 3")
+    assert not roster.right(p, "") and not roster.right(p, None)
+
+
+def test_the_task_grades_through_its_class_and_every_reference_is_right():
+    task = get_task("roster")
+    samples = task.samples(50)
+    assert all(task.grade(s, s["answer"])["correct"] for s in samples)
+    bad = task.grade(samples[0], samples[0]["answer"].replace("#### ", "#### 1"))
+    assert not bad["correct"] and bad["reason"]
+    assert generated_task("roster") is roster and generated_task("tspd.eval.tasks.roster") is roster
+
+
+def test_splits_are_fixed_and_disjoint_by_question():
+    test, traces = roster.load_split("test"), roster.load_split("traces")
+    assert len(test) == 500 and len(traces) == 2000
+    assert not {p["question"] for p in test} & {p["question"] for p in traces}
+    assert all(roster.split_of(p["question"]) == "test" for p in test)
+    train = roster.iter_train(0)
+    assert all(roster.split_of(next(train)["question"]) == "train" for _ in range(200))
+    assert roster.fingerprint() == roster.fingerprint() and roster.load_split("test", 3) == test[:3]
+
+
+def test_probe_cells_cover_each_line_and_its_chores():
+    p = _problem(5, 3)
+    lines = roster_probes.cells(p)
+    assert len(lines) == 3 and all(len(line) == 5 for line in lines)
+    for d, line in enumerate(lines):
+        assert [p["answer"][a:b] for (a, b), _ in line] == p["people"]
+        chores = [p["answer"][a:b] for _, (a, b) in line]
+        assert sorted(chores) == sorted(p["chores"])

@@ -1,0 +1,170 @@
+"""``roster``: duty rosters whose answer tokens are coupled (the embedded model where parallel decoding costs).
+
+A question names 3-5 people, as many chores and 3-7 days; the answer gives one line a day in which every
+person, in the question's order, takes a different chore::
+
+    Ann, Ben, Cara and Dan share four chores: cook, wash, sweep and shop. For 3 days each of them does one
+    chore a day and every chore is done each day. Make a plan.
+    On day 1, Ann will wash, Ben will cook, Cara will shop and Dan will sweep.
+    On day 2, Ann will cook, Ben will sweep, Cara will wash and Dan will shop.
+    On day 3, ...
+    #### 3
+
+Any permutation of the chores is a right line (ParallelBench's "shuffle" family, Kang et al., 2025), so a
+line's chores are each uncertain until the others are written and must agree with them: decoding two of one
+line's chores in the same step picks each from its own marginal and often picks one twice. Most tokens are
+fixed by the question's layout (``On day k,``, the names in order, ``will``, the punctuation, the final
+``#### D`` = the number of days), as most of a GSM8K solution's tokens are. The chores of a problem are the
+first ``n`` of :data:`CHORES` in that order: every constraint is then positional, which a 1M-parameter model
+learns on a CPU; a content look-up of which chores a question names is left out of it.
+
+Grading (:func:`right`) is the whole answer: every day's line present, in order, with the question's names in
+order and each chore exactly once, and the final ``#### D``. Splits are decided by a hash of the question, as
+in ``arith``; ``test`` (500) and ``traces`` (2000) are fixed lists that training never draws.
+"""
+from __future__ import annotations
+
+import random
+import re
+
+from tspd.eval.tasks import arith, splits
+from tspd.eval.tasks.arith import Arith, extract_answer
+from tspd.eval.tasks.splits import Splits
+
+SPLIT_SIZES = {"test": 500, "traces": 2000}
+GEN_LENGTH, BLOCK_LENGTH = 256, 32          # the paper's window and block (Table 1)
+PEOPLE = (3, 5)                             # people (= chores) per problem, inclusive
+DAYS = (3, 7)                               # days (= lines) per problem, inclusive
+NAMES = ["Ann", "Ben", "Cara", "Dan", "Eva", "Finn", "Gina", "Hugo", "Ivy", "Jack"]
+CHORES = ["cook", "wash", "sweep", "shop", "dust"]
+_COUNT = {3: "three", 4: "four", 5: "five"}
+
+
+def _listing(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + f" and {words[-1]}"
+
+
+def line(day: int, people: list[str], chores: list[str]) -> str:
+    """``On day <day>, <person> will <chore>, ... and <person> will <chore>.``"""
+    return f"On day {day}, " + _listing([f"{p} will {c}" for p, c in zip(people, chores)]) + "."
+
+
+def make_problem(rng: random.Random) -> dict:
+    """One random problem with one of its plans drawn at random: ``{"template", "question", "answer", "final",
+    "people", "chores", "days"}``."""
+    n, days = rng.randint(*PEOPLE), rng.randint(*DAYS)
+    people, chores = rng.sample(NAMES, n), CHORES[:n]
+    question = (f"{_listing(people)} share {_COUNT[n]} chores: {_listing(chores)}. For {days} days each of them "
+                f"does one chore a day and every chore is done each day. Make a plan.")
+    lines = [line(d + 1, people, rng.sample(chores, n)) for d in range(days)]
+    return {"template": f"roster{n}", "question": question, "answer": "\n".join(lines) + f"\n#### {days}",
+            "final": str(days), "people": people, "chores": chores, "days": days}
+
+
+_SPLITS = Splits("roster", make_problem, SPLIT_SIZES)
+split_of = splits.split_of
+load_split = _SPLITS.load          # first n problems of "test" / "traces" (all when n is None); "train" needs n
+iter_train = _SPLITS.train         # endless training problems, drawn with repeats
+fingerprint = _SPLITS.fingerprint  # hash of the test split: written into a checkpoint's config.json
+
+
+def prompt(problem: dict | str) -> str:
+    return problem if isinstance(problem, str) else problem["question"]
+
+
+# --------------------------------------------------------------------------------------------
+# Grading the whole answer
+# --------------------------------------------------------------------------------------------
+_LINE = re.compile(r"On day (\d+), (.*)\.$")
+_PART = re.compile(r"^(\w+) will (\w+)$")
+
+
+def parse_line(text: str) -> tuple[int, list[tuple[str, str]]] | None:
+    """``(day, [(person, chore), ...])`` of one written line, or None when it is not a roster line."""
+    m = _LINE.match(text.strip())
+    if not m:
+        return None
+    body = m.group(2)
+    head, _, last = body.rpartition(" and ")
+    pieces = (head.split(", ") if head else []) + [last]
+    parts = [_PART.match(p) for p in pieces]
+    if not all(parts):
+        return None
+    return int(m.group(1)), [p.groups() for p in parts]
+
+
+def line_fault(problem: dict, day: int, text: str) -> str | None:
+    """Why ``text`` is not a right line for day ``day`` of ``problem``, or None."""
+    parsed = parse_line(text)
+    if parsed is None:
+        return f"day {day}: not a roster line: {text.strip()[:60]!r}"
+    d, parts = parsed
+    if d != day:
+        return f"day {day}: the line says day {d}"
+    if [p for p, _ in parts] != problem["people"]:
+        return f"day {day}: the people are not the question's, in its order"
+    chores = [c for _, c in parts]
+    extra = [c for c in chores if c not in problem["chores"]]
+    if extra:
+        return f"day {day}: {extra[0]!r} is not one of the chores"
+    twice = sorted({c for c in chores if chores.count(c) > 1})
+    if twice:
+        return f"day {day}: {twice[0]!r} given twice"
+    return None
+
+
+def fault(problem: dict, text: str) -> str | None:
+    """Why ``text`` is not a right answer to ``problem`` (the first fault found), or None when it is."""
+    body, sep, _ = (text or "").partition("####")
+    lines = [s for s in body.strip().split("\n") if s.strip()]
+    days = problem["days"]
+    for day in range(1, days + 1):
+        if day > len(lines):
+            return f"day {day} is missing"
+        if why := line_fault(problem, day, lines[day - 1]):
+            return why
+    if len(lines) > days:
+        return f"{len(lines) - days} line(s) after day {days}"
+    if not sep or extract_answer(text) != problem["final"]:
+        return f"no final '#### {problem['final']}'"
+    return None
+
+
+def answer_key(text: str) -> str:
+    """What two answers must share to be the same answer: the whole plan (its lines, spaces normalised)."""
+    return "\n".join(" ".join(s.split()) for s in (text or "").partition("####")[0].strip().split("\n"))
+
+
+def right(problem: dict, text: str) -> bool:
+    """Whole-answer grade: every day's line right (each chore once, the names in order) and the final line."""
+    return fault(problem, text) is None
+
+
+def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
+    """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days."""
+    ok = total = 0
+    for p, text in zip(problems, texts):
+        lines = [s for s in (text or "").partition("####")[0].strip().split("\n") if s.strip()]
+        for day in range(1, p["days"] + 1):
+            total += 1
+            ok += day <= len(lines) and line_fault(p, day, lines[day - 1]) is None
+    return {"line": [ok, total]}
+
+
+def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
+    """Whole answers right by size: ``{"roster<n>": [right, total]}``."""
+    return arith.template_accuracy(problems, texts, right)
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark interface (tspd.eval.tasks): prompt, reference, grading
+# --------------------------------------------------------------------------------------------
+class Roster(Arith):
+    """Graded on the whole answer (:func:`fault`): any valid plan is right."""
+    name = "roster"
+    problems = staticmethod(load_split)
+
+    def grade(self, sample: dict, completion: str) -> dict:
+        why = fault(sample, completion)
+        return {"correct": why is None, "reason": why, "extracted": extract_answer(completion),
+                "gold": sample["final"]}

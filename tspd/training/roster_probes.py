@@ -1,0 +1,85 @@
+"""Teacher-forced probes of :mod:`tspd.eval.tasks.roster`: has the model learned that a line's chores agree?
+
+As in :mod:`tspd.training.probes`, the reference plan sits in the answer window (EOS fill after it, the
+question left-padded before it), a few of its tokens are replaced by the mask token, one forward runs and the
+argmax is read at the masked places. For every day line of every problem (a cell drawn per line, seeded):
+
+- ``probe_chore``: one chore masked, the rest of the line visible. It is fixed by the other chores (the one
+  not yet given), so a model that reads them gets it right; one that does not is at chance, 1/n. This is the
+  dependency between answer tokens that parallel decoding can break (the coupled-answers issue).
+- ``probe_pair``: two chores of the line masked: right when the two argmaxes are the two missing chores, in
+  either order. Both places see the same two candidates; a model that commits them in one step from their own
+  marginals gives one chore twice about half the time, which is what a fixed 2 tokens per step risks.
+- ``probe_name``: one person's name masked: the question's name at that place (the layout fixes it).
+- ``one_pass_lines``: the whole window masked, one forward: the share of day lines right in the argmax text.
+  Near 0 when the answer cannot come in one pass, as it cannot for LLaDA-8B on GSM8K.
+"""
+from __future__ import annotations
+
+import random
+import re
+
+import torch
+
+from tspd.eval.tasks import roster
+from tspd.training.probes import _encode, _predict, _window, token_positions
+
+COLUMNS = ("probe_chore", "probe_pair", "probe_name", "one_pass_lines")
+_CELL = re.compile(r"(\w+) will (\w+)")
+
+
+def cells(problem: dict) -> list[list[tuple[tuple[int, int], tuple[int, int]]]]:
+    """Per day line of the reference answer, the character spans ``(name, chore)`` of each person's cell."""
+    out, start = [], 0
+    for text in problem["answer"].split("\n"):
+        if text.startswith("On day"):
+            out.append([((start + m.start(1), start + m.end(1)), (start + m.start(2), start + m.end(2)))
+                        for m in _CELL.finditer(text)])
+        start += len(text) + 1
+    return out
+
+
+def _items(tokenizer, problems: list[dict], gen_length: int, seed: int):
+    """``{probe: [(item, gold), ...]}``: the masked places of every probe over every day line."""
+    out = {"probe_chore": [], "probe_pair": [], "probe_name": []}
+    for p in problems:
+        rng = random.Random(f"{seed}-{p['question']}")
+        ids, offsets = _encode(tokenizer, p["answer"])
+        prompt, window = _encode(tokenizer, roster.prompt(p))[0], _window(tokenizer, ids, gen_length)
+        for line in cells(p):
+            places = [token_positions(offsets, *chore) for _, chore in line]
+            names = [token_positions(offsets, *name) for name, _ in line]
+            one = rng.randrange(len(line))
+            two = sorted(rng.sample(range(len(line)), 2))
+            who = rng.randrange(len(line))
+            for key, pos in (("probe_chore", places[one]), ("probe_name", names[who]),
+                             ("probe_pair", places[two[0]] + places[two[1]])):
+                out[key].append(((prompt, window, pos, len(pos)), [window[i] for i in pos]))
+    return out
+
+
+def _pair_right(pred: list[int], gold: list[int]) -> bool:
+    """Two masked chores (a token each, or equal halves) right in either order."""
+    half = len(gold) // 2
+    return pred == gold or pred == gold[half:] + gold[:half]
+
+
+@torch.no_grad()
+def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
+               batch: int = 128) -> dict[str, float | None]:
+    """The probes of this module as one flat dict with the keys of :data:`COLUMNS` (None: no instance)."""
+    row = {}
+    for key, items in _items(tokenizer, problems, gen_length, seed).items():
+        preds = _predict(model, tokenizer, [i for i, _ in items], gen_length, mask_id, batch)
+        check = _pair_right if key == "probe_pair" else (lambda pred, gold: pred == gold)
+        row[key] = sum(check(pred, gold) for pred, (_, gold) in zip(preds, items)) / len(items) if items else None
+    whole = [(_encode(tokenizer, roster.prompt(p))[0], [mask_id] * gen_length, list(range(gen_length)), gen_length)
+             for p in problems]
+    texts = [tokenizer.decode([t for t in pred if t != tokenizer.eos_token_id])
+             for pred in _predict(model, tokenizer, whole, gen_length, mask_id, batch)]
+    ok, total = roster.line_accuracy(problems, texts)["line"]
+    row["one_pass_lines"] = ok / total if total else None
+    return {k: row[k] for k in COLUMNS}
+
+
+__all__ = ["COLUMNS", "cells", "run_probes"]
