@@ -315,7 +315,7 @@ def test_roster_task_grades_the_whole_answer_as_the_harness_does():
     for doc, sample in zip(docs, samples):
         first = sample["answer"].split("\n")[0]
         chores = sample["chores"]
-        twice = first.replace(f"will {chores[1]}", f"will {chores[0]}")   # chore 0 given twice
+        twice = first.replace(f" {chores[1]}", f" {chores[0]}")   # chore 0 given twice
         for text, right in ((sample["answer"], 1.0), (sample["answer"].replace(first, twice), 0.0)):
             got = task.process_results(doc, [Completion(text, {"nfe": 3})])
             assert got["exact_match"] == right == float(ours.grade(sample, text)["correct"])

@@ -2,6 +2,7 @@
 import itertools
 
 import pytest
+import torch
 
 from tspd.eval.tasks import get_task, roster
 from tspd.eval.tasks.generated import generated_task
@@ -16,7 +17,7 @@ def _problem(n=4, days=2):
 
 
 def _answer(p, plans):
-    return "\n".join(roster.line(d + 1, p["people"], c) for d, c in enumerate(plans)) + f"\n#### {p['days']}"
+    return "\n".join(roster.line(d + 1, c) for d, c in enumerate(plans)) + f"\n#### {p['days']}"
 
 
 @pytest.mark.parametrize("n", [3, 4, 5])
@@ -36,11 +37,9 @@ def test_a_duplicated_chore_a_missing_one_and_broken_lines_are_wrong():
     assert "given twice" in roster.fault(p, _answer(p, [good, twice, good]))
     missing = "\n".join(plan.split("\n")[:2] + [f"#### {p['days']}"])
     assert roster.fault(p, missing) == "day 3 is missing"
-    first = roster.line(1, p["people"], good)
-    short = roster.line(1, p["people"][:3], good[:3])
-    assert "people" in roster.fault(p, plan.replace(first, short))
-    swapped = [p["people"][1], p["people"][0]] + p["people"][2:]
-    assert "people" in roster.fault(p, plan.replace(first, roster.line(1, swapped, good)))
+    first = roster.line(1, good)
+    assert "3 chores for 4 people" in roster.fault(p, plan.replace(first, roster.line(1, good[:3])))
+    assert "says day 2" in roster.fault(p, plan.replace(first, roster.line(2, good)))
     assert "not one of the chores" in roster.fault(p, _answer(p, [good, ["bake"] + good[1:], good]))
     assert "final" in roster.fault(p, plan.replace(f"#### {p['days']}", "#### 9"))
     longer = _answer({**p, "days": 4}, [good] * 4).replace("#### 4", f"#### {p['days']}")
@@ -68,11 +67,46 @@ def test_splits_are_fixed_and_disjoint_by_question():
     assert roster.fingerprint() == roster.fingerprint() and roster.load_split("test", 3) == test[:3]
 
 
-def test_probe_cells_cover_each_line_and_its_chores():
+def test_probe_cells_cover_each_line_its_day_and_its_chores():
     p = _problem(5, 3)
     lines = roster_probes.cells(p)
-    assert len(lines) == 3 and all(len(line) == 5 for line in lines)
-    for d, line in enumerate(lines):
-        assert [p["answer"][a:b] for (a, b), _ in line] == p["people"]
-        chores = [p["answer"][a:b] for _, (a, b) in line]
-        assert sorted(chores) == sorted(p["chores"])
+    assert [p["answer"][a:b] for (a, b), _ in lines] == ["1", "2", "3"]
+    for _, chores in lines:
+        assert sorted(p["answer"][a:b] for a, b in chores) == sorted(p["chores"])
+
+
+class _Oracle(torch.nn.Module):
+    """Logits one-hot on the reference answer window of the prompt it is given (zeros: ``known`` False)."""
+
+    def __init__(self, windows: dict[tuple, list[int]], vocab: int, known: bool = True):
+        super().__init__()
+        self.windows, self.vocab, self.known = windows, vocab, known
+        self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, ids, attention_mask=None, position_ids=None, logits_from=0):
+        out = torch.zeros(ids.shape[0], ids.shape[1] - logits_from, self.vocab)
+        for r in range(ids.shape[0]):
+            prompt = tuple(ids[r, :logits_from][attention_mask[r, :logits_from] == 1].tolist())
+            if self.known:
+                out[r] = torch.nn.functional.one_hot(torch.tensor(self.windows[prompt]), self.vocab).float()
+        return out
+
+
+@pytest.fixture(scope="module")
+def roster_tokenizer(tmp_path_factory):
+    from tspd.models.subword_tokenizer import train_tokenizer
+    from tspd.training.lm.data import task_texts
+    return train_tokenizer(task_texts(500, task=roster), tmp_path_factory.mktemp("tok"))
+
+
+def test_the_probes_score_a_model_that_knows_the_plan_right_and_one_that_knows_nothing_wrong(roster_tokenizer):
+    tok, problems, gen = roster_tokenizer, roster.load_split("test", 6), 256
+    windows = {}
+    for p in problems:
+        answer = tok(p["answer"], add_special_tokens=False)["input_ids"]
+        windows[tuple(tok(p["question"], add_special_tokens=False)["input_ids"])] = \
+            answer + [tok.eos_token_id] * (gen - len(answer))
+    for known, want in ((True, 1.0), (False, 0.0)):
+        got = roster_probes.run_probes(_Oracle(windows, len(tok), known), tok, problems, gen,
+                                       mask_id=tok.mask_token_id, batch=4)
+        assert list(got) == list(roster_probes.COLUMNS) and all(v == want for v in got.values()), (known, got)

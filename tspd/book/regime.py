@@ -60,6 +60,33 @@ def target_rows(record: dict) -> list[dict]:
     return rows
 
 
+def side_by_side(records: dict[str, dict]) -> list[dict]:
+    """One row per target, a column per model (ours, 95 % interval, met), and LLaDA-8B-Instruct's (theirs)."""
+    rows: dict[str, dict] = {}
+    for label, record in records.items():
+        for t in target_rows(record):
+            row = rows.setdefault(t["figure"], {"figure": t["figure"], "target": t["target"]})
+            row[label] = f"{t['ours']:g}" + (f" ({t['95 % interval']})" if t["95 % interval"] else "") + f", {t['met']}"
+            row["LLaDA-8B-Instruct (theirs)"] = t["LLaDA-8B-Instruct (theirs)"]
+    return [{k: r.get(k, "") for k in ("figure", "target", *records, "LLaDA-8B-Instruct (theirs)")} for r in rows.values()]
+
+
+def parallel_table(records: dict[str, dict]) -> list[dict]:
+    """Accuracy (%) at 1, 2, 4, 8 tokens per step, one step per block and Fast-dLLM 0.9 (with its TPF), a row per
+    model, and LLaDA-8B-Instruct's row (Fast-dLLM paper, Fig. 5, read from the plot: theirs)."""
+    out = []
+    for label, record in records.items():
+        got = {r["decoding"]: r for r in parallel_rows(record)}
+        cell = lambda d: f"{got[d]['accuracy']:.1f}" if d in got else ""   # noqa: E731
+        out.append({"model": f"{label} (ours, n = {got['vanilla']['n']})", "1": cell("vanilla"), "2": cell("fixed2"),
+                    "4": cell("fixed4"), "8": cell("fixed8"), "one step per block": cell("block_step"),
+                    "Fast-dLLM 0.9": cell("fast"), "its TPF": f"{got['fast']['k']:.2f}" if "fast" in got else ""})
+    out.append({"model": "LLaDA-8B-Instruct, GSM8K (theirs)", **{str(k): f"{v:g}" for k, v in FIXED_ANCHORS.items()},
+                "one step per block": "", "Fast-dLLM 0.9": f"{THRESHOLD_ANCHOR[0]:g}",
+                "its TPF": f"{THRESHOLD_ANCHOR[1]:g} (tokens per step)"})
+    return out
+
+
 def regime_figure(record: dict):
     """Five panels of targets: ours (dot, 95 % interval; green where met) against each target's bound (a green
     bar, shaded on the side where it is met) and LLaDA-8B-Instruct's value (diamond, theirs)."""
@@ -77,7 +104,8 @@ def regime_figure(record: dict):
                         color="tab:green" if t["met"] else "tab:red", capsize=3)
             if t["anchor"] is not None:
                 ax.plot(i, t["anchor"][0], "D", color="k", ms=6, label="LLaDA-8B (theirs)" if i == 0 else None)
-        top = max([t["hi"] for t in ts] + [t["bound"] for t in ts] + [1.0]) * 1.15
+        top = max([t["hi"] for t in ts] + [t["bound"] for t in ts] + [t["anchor"][0] for t in ts if t["anchor"]]
+                  + [1.0]) * 1.15
         bottom = min([t["lo"] for t in ts] + [0.0])
         for i, t in enumerate(ts):
             ax.hlines(t["bound"], i - 0.35, i + 0.35, color="tab:green", lw=1.5)
@@ -132,6 +160,8 @@ def parallel_figure(records: dict[str, dict]):
     ax.plot(ks, [FIXED_ANCHORS[k] for k in ks], "D--", color="k", label="LLaDA-8B-Instruct, GSM8K (Fast-dLLM paper, Fig. 5)")
     ax.plot(THRESHOLD_ANCHOR[1], THRESHOLD_ANCHOR[0], "*", ms=12, color="k")
     ax.set_xscale("log", base=2)
+    ticks = sorted({1, 2, 4, 8} | {int(r["k"]) for rec in records.values() for r in parallel_rows(rec) if r["fixed"]})
+    ax.set_xticks(ticks, [str(k) for k in ticks])
     ax.set_xlabel("tokens per step (stars: Fast-dLLM 0.9 at its tokens per forward)")
     ax.set_ylabel("accuracy, %")
     ax.set_ylim(-3, 103)
@@ -147,5 +177,6 @@ def _short(what: str) -> str:
             "one step per block loses", "1 step/block").replace("Fast-dLLM 0.9 loses", "Fast-dLLM 0.9"))
 
 
-__all__ = ["regime_record", "target_rows", "regime_figure", "parallel_rows", "parallel_figure"]
+__all__ = ["regime_record", "target_rows", "side_by_side", "regime_figure", "parallel_rows", "parallel_table",
+           "parallel_figure"]
 

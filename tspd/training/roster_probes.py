@@ -10,7 +10,7 @@ argmax is read at the masked places. For every day line of every problem (a cell
 - ``probe_pair``: two chores of the line masked: right when the two argmaxes are the two missing chores, in
   either order. Both places see the same two candidates; a model that commits them in one step from their own
   marginals gives one chore twice about half the time, which is what a fixed 2 tokens per step risks.
-- ``probe_name``: one person's name masked: the question's name at that place (the layout fixes it).
+- ``probe_day``: the day number of the line masked: the line before it plus one (the layout fixes it).
 - ``one_pass_lines``: the whole window masked, one forward: the share of day lines right in the argmax text.
   Near 0 when the answer cannot come in one pass, as it cannot for LLaDA-8B on GSM8K.
 """
@@ -24,35 +24,36 @@ import torch
 from tspd.eval.tasks import roster
 from tspd.training.probes import _encode, _predict, _window, token_positions
 
-COLUMNS = ("probe_chore", "probe_pair", "probe_name", "one_pass_lines")
-_CELL = re.compile(r"(\w+) will (\w+)")
+COLUMNS = ("probe_chore", "probe_pair", "probe_day", "one_pass_lines")
+_LINE = re.compile(r"On day (\d+) they will (.*)\.$")
+_CHORE = re.compile(r"\w+")
 
 
-def cells(problem: dict) -> list[list[tuple[tuple[int, int], tuple[int, int]]]]:
-    """Per day line of the reference answer, the character spans ``(name, chore)`` of each person's cell."""
+def cells(problem: dict) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
+    """Per day line of the reference answer, the character spans of its day number and of each chore."""
     out, start = [], 0
     for text in problem["answer"].split("\n"):
-        if text.startswith("On day"):
-            out.append([((start + m.start(1), start + m.end(1)), (start + m.start(2), start + m.end(2)))
-                        for m in _CELL.finditer(text)])
+        m = _LINE.match(text)
+        if m:
+            chores = [(start + m.start(2) + c.start(), start + m.start(2) + c.end())
+                      for c in _CHORE.finditer(m.group(2)) if c.group() != "and"]
+            out.append(((start + m.start(1), start + m.end(1)), chores))
         start += len(text) + 1
     return out
 
 
 def _items(tokenizer, problems: list[dict], gen_length: int, seed: int):
     """``{probe: [(item, gold), ...]}``: the masked places of every probe over every day line."""
-    out = {"probe_chore": [], "probe_pair": [], "probe_name": []}
+    out = {"probe_chore": [], "probe_pair": [], "probe_day": []}
     for p in problems:
         rng = random.Random(f"{seed}-{p['question']}")
         ids, offsets = _encode(tokenizer, p["answer"])
         prompt, window = _encode(tokenizer, roster.prompt(p))[0], _window(tokenizer, ids, gen_length)
-        for line in cells(p):
-            places = [token_positions(offsets, *chore) for _, chore in line]
-            names = [token_positions(offsets, *name) for name, _ in line]
-            one = rng.randrange(len(line))
-            two = sorted(rng.sample(range(len(line)), 2))
-            who = rng.randrange(len(line))
-            for key, pos in (("probe_chore", places[one]), ("probe_name", names[who]),
+        for day, chores in cells(p):
+            places = [token_positions(offsets, *chore) for chore in chores]
+            one = rng.randrange(len(places))
+            two = sorted(rng.sample(range(len(places)), 2))
+            for key, pos in (("probe_chore", places[one]), ("probe_day", token_positions(offsets, *day)),
                              ("probe_pair", places[two[0]] + places[two[1]])):
                 out[key].append(((prompt, window, pos, len(pos)), [window[i] for i in pos]))
     return out

@@ -1,25 +1,27 @@
 """``roster``: duty rosters whose answer tokens are coupled (the embedded model where parallel decoding costs).
 
-A question names 3-5 people, as many chores and 3-7 days; the answer gives one line a day in which every
-person, in the question's order, takes a different chore::
+A question names 3-5 people, as many chores and 3-7 days; the answer gives one line a day with every chore
+once, in the order of the question's names (the first chore is the first person's)::
 
     Ann, Ben, Cara and Dan share four chores: cook, wash, sweep and shop. For 3 days each of them does one
-    chore a day and every chore is done each day. Make a plan.
-    On day 1, Ann will wash, Ben will cook, Cara will shop and Dan will sweep.
-    On day 2, Ann will cook, Ben will sweep, Cara will wash and Dan will shop.
-    On day 3, ...
+    chore a day and every chore is done each day. Give each day's chores in the order of their names.
+    On day 1 they will wash, cook, shop and sweep.
+    On day 2 they will cook, sweep, wash and shop.
+    On day 3 they will ...
     #### 3
 
 Any permutation of the chores is a right line (ParallelBench's "shuffle" family, Kang et al., 2025), so a
 line's chores are each uncertain until the others are written and must agree with them: decoding two of one
-line's chores in the same step picks each from its own marginal and often picks one twice. Most tokens are
-fixed by the question's layout (``On day k,``, the names in order, ``will``, the punctuation, the final
-``#### D`` = the number of days), as most of a GSM8K solution's tokens are. The chores of a problem are the
-first ``n`` of :data:`CHORES` in that order: every constraint is then positional, which a 1M-parameter model
-learns on a CPU; a content look-up of which chores a question names is left out of it.
+line's chores in the same step picks each from its own marginal and often picks one twice. The other tokens are
+fixed by the question's layout (``On day k they will``, the punctuation, the final ``#### D`` = the number of
+days). The chores of a problem are the first ``n`` of :data:`CHORES` in that order: every constraint is then
+positional, which a 1M-parameter model learns on a CPU. The names vary the questions and appear in no answer:
+a first design wrote ``Ann will wash, Ben will cook, ...``, and a 0.9M model had not learned to copy the k-th
+name of the question after 30 CPU-minutes, while it had learned every chore's dependency on the others
+(``results/training/roster-t1``).
 
-Grading (:func:`right`) is the whole answer: every day's line present, in order, with the question's names in
-order and each chore exactly once, and the final ``#### D``. Splits are decided by a hash of the question, as
+Grading (:func:`right`) is the whole answer: every day's line present, in order, with as many chores as
+people, each chore exactly once, and the final ``#### D``. Splits are decided by a hash of the question, as
 in ``arith``; ``test`` (500) and ``traces`` (2000) are fixed lists that training never draws.
 """
 from __future__ import annotations
@@ -44,9 +46,9 @@ def _listing(words: list[str]) -> str:
     return ", ".join(words[:-1]) + f" and {words[-1]}"
 
 
-def line(day: int, people: list[str], chores: list[str]) -> str:
-    """``On day <day>, <person> will <chore>, ... and <person> will <chore>.``"""
-    return f"On day {day}, " + _listing([f"{p} will {c}" for p, c in zip(people, chores)]) + "."
+def line(day: int, chores: list[str]) -> str:
+    """``On day <day> they will <chore>, ... and <chore>.``"""
+    return f"On day {day} they will {_listing(chores)}."
 
 
 def make_problem(rng: random.Random) -> dict:
@@ -55,8 +57,9 @@ def make_problem(rng: random.Random) -> dict:
     n, days = rng.randint(*PEOPLE), rng.randint(*DAYS)
     people, chores = rng.sample(NAMES, n), CHORES[:n]
     question = (f"{_listing(people)} share {_COUNT[n]} chores: {_listing(chores)}. For {days} days each of them "
-                f"does one chore a day and every chore is done each day. Make a plan.")
-    lines = [line(d + 1, people, rng.sample(chores, n)) for d in range(days)]
+                f"does one chore a day and every chore is done each day. Give each day's chores in the order of "
+                f"their names.")
+    lines = [line(d + 1, rng.sample(chores, n)) for d in range(days)]
     return {"template": f"roster{n}", "question": question, "answer": "\n".join(lines) + f"\n#### {days}",
             "final": str(days), "people": people, "chores": chores, "days": days}
 
@@ -75,22 +78,19 @@ def prompt(problem: dict | str) -> str:
 # --------------------------------------------------------------------------------------------
 # Grading the whole answer
 # --------------------------------------------------------------------------------------------
-_LINE = re.compile(r"On day (\d+), (.*)\.$")
-_PART = re.compile(r"^(\w+) will (\w+)$")
+_LINE = re.compile(r"On day (\d+) they will (.*)\.$")
 
 
-def parse_line(text: str) -> tuple[int, list[tuple[str, str]]] | None:
-    """``(day, [(person, chore), ...])`` of one written line, or None when it is not a roster line."""
+def parse_line(text: str) -> tuple[int, list[str]] | None:
+    """``(day, [chore, ...])`` of one written line, or None when it is not a roster line."""
     m = _LINE.match(text.strip())
     if not m:
         return None
-    body = m.group(2)
-    head, _, last = body.rpartition(" and ")
-    pieces = (head.split(", ") if head else []) + [last]
-    parts = [_PART.match(p) for p in pieces]
-    if not all(parts):
+    head, _, last = m.group(2).rpartition(" and ")
+    chores = (head.split(", ") if head else []) + [last]
+    if not all(re.fullmatch(r"\w+", c) for c in chores):
         return None
-    return int(m.group(1)), [p.groups() for p in parts]
+    return int(m.group(1)), chores
 
 
 def line_fault(problem: dict, day: int, text: str) -> str | None:
@@ -98,12 +98,11 @@ def line_fault(problem: dict, day: int, text: str) -> str | None:
     parsed = parse_line(text)
     if parsed is None:
         return f"day {day}: not a roster line: {text.strip()[:60]!r}"
-    d, parts = parsed
+    d, chores = parsed
     if d != day:
         return f"day {day}: the line says day {d}"
-    if [p for p, _ in parts] != problem["people"]:
-        return f"day {day}: the people are not the question's, in its order"
-    chores = [c for _, c in parts]
+    if len(chores) != len(problem["people"]):
+        return f"day {day}: {len(chores)} chores for {len(problem['people'])} people"
     extra = [c for c in chores if c not in problem["chores"]]
     if extra:
         return f"day {day}: {extra[0]!r} is not one of the chores"
@@ -136,7 +135,7 @@ def answer_key(text: str) -> str:
 
 
 def right(problem: dict, text: str) -> bool:
-    """Whole-answer grade: every day's line right (each chore once, the names in order) and the final line."""
+    """Whole-answer grade: every day's line right (each chore once, one per person) and the final line."""
     return fault(problem, text) is None
 
 

@@ -53,7 +53,7 @@ CURVE_PROBES = {"next_operand_question": "question numbers", "next_operand_resul
 
 # roster's probes (tspd.training.roster_probes), in the curve and in the final record
 ROSTER_PROBES = {"probe_chore": "one chore of a line masked", "probe_pair": "two chores of a line masked",
-                 "probe_name": "a name masked", "one_pass_lines": "day lines in one forward"}
+                 "probe_day": "a day number masked", "one_pass_lines": "day lines in one forward"}
 
 
 def curve_probes(task: str) -> dict[str, str]:
@@ -133,8 +133,9 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("resumes"):
         lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
     if info.get("curve"):
-        lines += ["## Learning curve (held-out, 1 token per step; teacher-forced probes with everything after the "
-                  "span masked, `tspd.training.probes`)", "",
+        probed_by = "`tspd.training.roster_probes`" if task == "roster" else \
+            "`tspd.training.probes`, with everything after the span masked"
+        lines += [f"## Learning curve (held-out, 1 token per step; teacher-forced probes: {probed_by})", "",
                   "| step | training minutes | loss | accuracy | n | " + " | ".join(curve_probes(task).values()) + " |",
                   "|---|---|---|---|---|" + "---|" * len(curve_probes(task))]
         lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
