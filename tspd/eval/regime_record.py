@@ -83,6 +83,10 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
         record["rows"][name] = row
         out.write_text(json.dumps(record, indent=1) + "\n")
         log(f"regime {name}: {row['correct']}/{row['n']}, TPF {row['tpf']:.2f}, {row['seconds']} s")
+    order = [name for name, _, _ in plan]   # rows added to a kept record take their place in the plan
+    if list(record["rows"]) != order:
+        record["rows"] = {name: record["rows"][name] for name in order}
+        out.write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
