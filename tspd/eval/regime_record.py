@@ -1,4 +1,4 @@
-"""``python -m tspd regime``: a checkpoint's regime record, beside LLaDA-8B's anchors (issue 32).
+"""``python -m tspd regime``: a checkpoint's regime record, beside LLaDA-8B's anchors.
 
 Measures :func:`tspd.eval.regime.regime_figures` on held-out problems of the task the checkpoint was
 trained on (its ``config.json`` names it) and writes ``regime.json`` into the checkpoint directory (or
