@@ -138,8 +138,10 @@ def test_shared_helpers_have_one_home():
         assert defined[name] <= 1, f"{name} is defined {defined[name]} times in tspd/"
     twice = {n for n, k in defined.items() if k > 1 and not n.startswith("_")}
     verbs = {"main", "add_arguments", "train", "fingerprint", "measure", "summary"}  # each module's own
-    generated_task = {"prompt", "load_split", "make_problem", "iter_train"}   # arith's and chain's module interface
-    allowed = verbs | generated_task
+    generated_task = {"prompt", "load_split", "make_problem", "iter_train", "right", "line_accuracy",
+                      "template_accuracy"}   # the generated tasks' module interface (arith, chain, roster)
+    probe_modules = {"run_probes"}   # tspd.training.probes and roster_probes: one interface
+    allowed = verbs | generated_task | probe_modules
     assert twice <= allowed, sorted(twice - allowed)
 
 

@@ -60,7 +60,7 @@ def target_rows(record: dict) -> list[dict]:
     return rows
 
 
-def side_by_side(records: dict[str, dict]) -> list[dict]:
+def targets_side_by_side(records: dict[str, dict]) -> list[dict]:
     """One row per target, a column per model (ours, 95 % interval, met), and LLaDA-8B-Instruct's (theirs)."""
     rows: dict[str, dict] = {}
     for label, record in records.items():
@@ -177,6 +177,6 @@ def _short(what: str) -> str:
             "one step per block loses", "1 step/block").replace("Fast-dLLM 0.9 loses", "Fast-dLLM 0.9"))
 
 
-__all__ = ["regime_record", "target_rows", "side_by_side", "regime_figure", "parallel_rows", "parallel_table",
+__all__ = ["regime_record", "target_rows", "targets_side_by_side", "regime_figure", "parallel_rows", "parallel_table",
            "parallel_figure"]
 
