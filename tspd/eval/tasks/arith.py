@@ -430,7 +430,10 @@ class Arith(Task):
     splits = ("test", "traces", "train")
     supports_chat = False
 
-    problems = staticmethod(load_split)   # the generated task's fixed lists (each subclass names its own)
+    @staticmethod
+    def problems(split: str) -> list[dict]:
+        """The generated task's fixed list ``split`` (each subclass names its own module's)."""
+        return load_split(split)
 
     def _load(self) -> list[dict]:
         if self.source:
