@@ -112,10 +112,14 @@ def line_fault(problem: dict, day: int, text: str) -> str | None:
     return None
 
 
+def plan_lines(text: str | None) -> list[str]:
+    """The non-empty lines an answer writes before its ``####``."""
+    return [s for s in (text or "").partition("####")[0].strip().split("\n") if s.strip()]
+
+
 def fault(problem: dict, text: str) -> str | None:
     """Why ``text`` is not a right answer to ``problem`` (the first fault found), or None when it is."""
-    body, sep, _ = (text or "").partition("####")
-    lines = [s for s in body.strip().split("\n") if s.strip()]
+    lines, sep = plan_lines(text), "####" in (text or "")
     days = problem["days"]
     for day in range(1, days + 1):
         if day > len(lines):
@@ -143,7 +147,7 @@ def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]
     """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days."""
     ok = total = 0
     for p, text in zip(problems, texts):
-        lines = [s for s in (text or "").partition("####")[0].strip().split("\n") if s.strip()]
+        lines = plan_lines(text)
         for day in range(1, p["days"] + 1):
             total += 1
             ok += day <= len(lines) and line_fault(p, day, lines[day - 1]) is None
