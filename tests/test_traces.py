@@ -145,3 +145,16 @@ def test_collect_traces_command_collects_with_the_oracle(tmp_path, capsys):
                 "--batch-size", "2", "--threads", "1", "--out", str(out)]) == 0, capsys.readouterr().err
     meta = load_traces(str(out))["meta"]
     assert meta["egp_rows"] == 2 and meta["prompt_source"] == own_traces(TEST_MODEL) == "arith-traces"
+
+
+def test_a_saved_trace_set_is_compressed_and_reads_back_identical(tmp_path):
+    from tspd.training.traces import FORMAT, load_traces, save_traces
+    data = {"format": FORMAT, "features": torch.zeros(64, 32, 6), "labels": torch.ones(64, 32, dtype=torch.bool),
+            "meta": {"model": "m"}}
+    data["features"][0, 0] = torch.arange(6.0)
+    save_traces(data, tmp_path / "t.pt")
+    assert (tmp_path / "t.pt").read_bytes()[:2] == b"\x1f\x8b"
+    back = load_traces(tmp_path / "t.pt")
+    assert torch.equal(back["features"], data["features"]) and back["meta"] == data["meta"]
+    torch.save(data, tmp_path / "old.pt")          # a file written before compression still reads
+    assert torch.equal(load_traces(tmp_path / "old.pt")["labels"], data["labels"])

@@ -25,6 +25,8 @@ batch by batch (the paper's Table 12 compares the three).
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 from pathlib import Path
 
@@ -146,8 +148,18 @@ def collect(model, prompts: list, decode: DecodeConfig = COLLECT, *, policy: str
     }
 
 
+def save_traces(data: dict, path: str | Path) -> None:
+    """Write a trace set gzip-compressed (lossless; most masked-out feature rows are zeros, about 4x smaller)."""
+    buf = io.BytesIO()
+    torch.save(data, buf)
+    Path(path).write_bytes(gzip.compress(buf.getvalue(), compresslevel=6, mtime=0))
+
+
 def load_traces(path: str | Path) -> dict:
-    data = torch.load(str(path), weights_only=False)
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":            # gzip magic: written by save_traces (older files are plain torch.save)
+        raw = gzip.decompress(raw)
+    data = torch.load(io.BytesIO(raw), weights_only=False)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path} is not a {FORMAT} trace file (written by `python -m tspd collect-traces`)")
     return data
@@ -257,7 +269,7 @@ def main(args) -> int:
                    meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=source))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(data, str(out))
+    save_traces(data, out)
     m = data["meta"]
     print(f"wrote {out}: {len(data['offsets']) - 1} block sequences, {data['features'].shape[0]} steps, "
           f"{data['labels'][data['masked']].float().mean():.3f} of masked token-steps fix-safe; "

@@ -27,7 +27,7 @@ from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
 from tspd.models.loading import DEFAULT_MODEL, decode_lengths
 from tspd.eval.tasks import render_prompt
-from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces
+from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces, save_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
 
 DEFAULT_DIR = REPO_ROOT / "results" / "variants"
@@ -104,7 +104,7 @@ def traces(spec: TraceSpec, results_dir=None, progress: bool = True) -> dict:
     data = collect(model, prompts, decode, policy=spec.policy, batch_size=spec.batch_size, progress=progress,
                    meta=dict(model=spec.model, prompt_source=spec.prompts, spec=dataclasses.asdict(spec)))
     tmp = path.with_suffix(".tmp")
-    torch.save(data, str(tmp))
+    save_traces(data, tmp)
     tmp.replace(path)      # an interrupted collection leaves no half-written file behind
     return data
 
