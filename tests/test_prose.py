@@ -136,3 +136,15 @@ def test_the_loop_overhead_says_which_settings_meet_their_targets(tmp_path, monk
     said = prose.loop_overhead("loop-x.json")
     assert "TSPD + CE 10.0 / 20.0 / 15.04 % (none / dual / prefix; target 15 %)" in said and "Credit" not in said
     assert "targets met: TSPD + CE / none; missed: TSPD + CE / dual, TSPD + CE / prefix" in said
+
+
+def test_the_fresh_clone_sentence_gives_the_venv_and_the_tests_apart(tmp_path, monkeypatch):
+    from tspd.book import prose
+    rec = {"command": "bash scripts/time_fresh_clone.sh", "revision": "abc1234", "date": "2026-11-27", "device": "AMD EPYC",
+           "cores": 2, "load_average_before": 0.1, "venv_seconds": 150, "tests_seconds": 450, "tests_exit": 0,
+           "tests_summary": "1090 passed, 2 skipped in 440.0s (0:07:20)", "book_seconds": 240, "shared": False}
+    (tmp_path / "fresh_clone.json").write_text(json.dumps(rec))
+    monkeypatch.setattr(prose, "RESULTS", tmp_path)
+    text = prose.fresh_clone_times()
+    assert "took 7.5 minutes after creating `.venv` (2.5 minutes; 10.0 in all; 1090 passed, 2 skipped" in text
+    assert "no `../shared` beside the clone" in text and "4.0 minutes" in text
