@@ -267,6 +267,35 @@ def test_corrupt_line_and_foreign_config_are_errors(monkeypatch, tmp_path, capsy
     assert "x.jsonl:2: corrupt results line" in err and "\n" not in err
 
 
+def test_a_second_writer_on_one_results_file_stops_at_once(monkeypatch, tmp_path, capsys):
+    calls = install_fake(gsm8k_answers())
+    out = tmp_path / "one.jsonl"
+    first = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom tspd.eval.results import ResultsFile\n"
+                              f"with ResultsFile({str(out)!r}).lock():\n    print('writing', flush=True)\n"
+                              "    sys.stdin.readline()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:                                               # another process, writing the same file
+        assert first.stdout.readline().strip() == "writing"
+        assert run_eval(calls.seam, out, "--limit", "2") == 2
+        err = capsys.readouterr().err.strip()
+        assert f"is being written by pid {first.pid}" in err and "\n" not in err
+        assert not out.exists() and not [c for c in calls if c[0] == "generate"]   # nothing decoded, nothing written
+    finally:
+        first.communicate("\n", timeout=60)
+    assert run_eval(calls.seam, out, "--limit", "2") == 0   # the lock went with its holder
+    assert len(read_rows(out)) == 2 and not (tmp_path / "one.jsonl.lock").exists()
+
+
+def test_a_file_written_twice_over_counts_each_id_once(monkeypatch, tmp_path):
+    from tspd.eval.results import ResultsFile
+    calls = install_fake(gsm8k_answers())
+    out = tmp_path / "twice.jsonl"
+    assert run_eval(calls.seam, out, "--limit", "3") == 0
+    out.write_text(out.read_text() * 2)                # what two unlocked writers left behind
+    assert [r["id"] for r in ResultsFile(out).load()] == [f"gsm8k/test/{i}" for i in range(3)]
+    assert run_eval(calls.seam, out, "--limit", "3") == 0
+    assert json.loads(summary_path(out).read_text())["n"] == 3
+
+
 def test_bad_arguments_are_one_line_errors(monkeypatch, tmp_path, capsys):
     calls = install_fake(gsm8k_answers())
     assert run_eval(calls.seam, tmp_path / "y.jsonl", "--policy-arg", "novalue") == 2

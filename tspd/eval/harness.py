@@ -251,61 +251,62 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
     cid = config_id(row_config)
     shard = Shard.from_env()   # torchrun / accelerate launch: this process's share (tspd.eval.shard)
     results = ResultsFile(shard.path(out_path))
-    existing = results.load()
-    if shard.active and out_path.exists():   # rows merged by an earlier sharded or plain run
-        existing += [r for r in ResultsFile(out_path).load() if r["id"] not in {e["id"] for e in existing}]
-    foreign = next((r for r in existing if r.get("config") != cid), None)
-    if foreign is not None:
-        raise ResultsError(f"{out_path} holds results of another configuration (config "
-                           f"{foreign.get('config')} != {cid}); use another --out")
-    done = {r["id"] for r in existing}
-    pending = [s for s in shard.take(samples) if s["id"] not in done]
+    with results.lock():   # one writer per results file: a second process on it stops at once
+        existing = results.load()
+        if shard.active and out_path.exists():   # rows merged by an earlier sharded or plain run
+            existing += [r for r in ResultsFile(out_path).load() if r["id"] not in {e["id"] for e in existing}]
+        foreign = next((r for r in existing if r.get("config") != cid), None)
+        if foreign is not None:
+            raise ResultsError(f"{out_path} holds results of another configuration (config "
+                               f"{foreign.get('config')} != {cid}); use another --out")
+        done = {r["id"] for r in existing}
+        pending = [s for s in shard.take(samples) if s["id"] not in done]
 
-    t_start = time.perf_counter()
-    chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
-    if pending:
-        gen = ReferenceBackend(task) if checkpoint is None else \
-            ModelBackend(task, job, checkpoint, shard.device(config.device), seam)
-        chat = gen.chat
-        session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
-        from tqdm import tqdm
-        mine = len(shard.take(samples))
-        bar = tqdm(total=mine, initial=mine - len(pending), desc=f"eval {task.name}" + (
-                   f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
-                   unit="sample", disable=None, file=sys.stderr)
-        try:
-            for k in range(0, len(pending), config.batch_size):
-                batch = pending[k:k + config.batch_size]
-                out = gen(batch)
-                grades = grade_batch(task, batch, out.texts, options.grade_workers)
-                index = k // config.batch_size
-                rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
-                results.append(rows)
-                existing.extend(rows)
-                correct = sum(r["correct"] for r in existing)
-                bar.update(len(batch))
-                bar.set_postfix(acc=f"{correct / len(existing):.3f}")
-        finally:
-            bar.close()
+        t_start = time.perf_counter()
+        chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
+        if pending:
+            gen = ReferenceBackend(task) if checkpoint is None else \
+                ModelBackend(task, job, checkpoint, shard.device(config.device), seam)
+            chat = gen.chat
+            session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
+            from tqdm import tqdm
+            mine = len(shard.take(samples))
+            bar = tqdm(total=mine, initial=mine - len(pending), desc=f"eval {task.name}" + (
+                       f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
+                       unit="sample", disable=None, file=sys.stderr)
+            try:
+                for k in range(0, len(pending), config.batch_size):
+                    batch = pending[k:k + config.batch_size]
+                    out = gen(batch)
+                    grades = grade_batch(task, batch, out.texts, options.grade_workers)
+                    index = k // config.batch_size
+                    rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
+                    results.append(rows)
+                    existing.extend(rows)
+                    correct = sum(r["correct"] for r in existing)
+                    bar.update(len(batch))
+                    bar.set_postfix(acc=f"{correct / len(existing):.3f}")
+            finally:
+                bar.close()
 
-    if shard.active:
-        shard.barrier()                     # every shard has written all its rows
-        if shard.rank != 0:
+        if shard.active:
+            shard.barrier()                     # every shard has written all its rows
+            if shard.rank != 0:
+                shard.close()
+                return {"shard": shard.rank, "world": shard.world, "n": len(existing)}
+            existing = merge(out_path, [s["id"] for s in samples], lambda f: ResultsFile(f).load())
             shard.close()
-            return {"shard": shard.rank, "world": shard.world, "n": len(existing)}
-        existing = merge(out_path, [s["id"] for s in samples], lambda f: ResultsFile(f).load())
-        shard.close()
-    wanted = {s["id"] for s in samples}
-    rows = {}
-    for r in existing:
-        if r["id"] in wanted:
-            rows.setdefault(r["id"], r)
-    summary = summarize(list(rows.values()), n_selected=len(samples))
-    summary.update({"task": task.name, "model": config.model, "chat": chat, "config": row_config,
-                    "config_id": cid, "out": str(out_path), "shards": shard.world,
-                    "run_seconds": round(time.perf_counter() - t_start, 3)})
-    path = summary_path(out_path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, path)
-    return summary
+        wanted = {s["id"] for s in samples}
+        rows = {}
+        for r in existing:
+            if r["id"] in wanted:
+                rows.setdefault(r["id"], r)
+        summary = summarize(list(rows.values()), n_selected=len(samples))
+        summary.update({"task": task.name, "model": config.model, "chat": chat, "config": row_config,
+                        "config_id": cid, "out": str(out_path), "shards": shard.world,
+                        "run_seconds": round(time.perf_counter() - t_start, 3)})
+        path = summary_path(out_path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(summary, indent=2) + "\n")
+        os.replace(tmp, path)
+        return summary

@@ -15,8 +15,15 @@ import hashlib
 import json
 import math
 import os
+import sys
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
+
+try:
+    import fcntl                        # POSIX: one writer per results file (Windows: no lock is taken)
+except ImportError:                     # pragma: no cover
+    fcntl = None
 
 
 PHASES = ("forward_seconds", "controller_seconds", "ce_seconds")   # per-row phase times (eval --profile)
@@ -54,7 +61,7 @@ class ResultsFile:
         if end < len(data):
             with open(self.path, "r+b") as f:
                 f.truncate(end)
-        rows = []
+        rows, seen = [], set()
         for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -64,8 +71,42 @@ class ResultsFile:
                 raise ResultsError(f"{self.path}:{i}: corrupt results line ({e.msg}); fix or delete it") from None
             if not isinstance(row, dict) or "id" not in row:
                 raise ResultsError(f"{self.path}:{i}: a results row needs an 'id'")
-            rows.append(row)
+            if row["id"] not in seen:     # a file written twice over (before the lock) counts each id once
+                seen.add(row["id"])
+                rows.append(row)
         return rows
+
+    @contextmanager
+    def lock(self):
+        """Hold ``FILE.lock`` beside the rows file while writing them: a second writer stops at once with a
+        :class:`ResultsError` naming the process that holds it (the lock goes with that process, even if killed)."""
+        if fcntl is None:               # pragma: no cover
+            yield
+            return
+        path = self.path.with_name(self.path.name + ".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            f = open(path, "a+")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                f.close()
+                raise ResultsError(f"{self.path} is being written by {holder}: wait for it to finish, or give "
+                                   "another output file") from None
+            if path.exists() and os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+                break                   # not a lock file its last holder had just removed
+            f.close()
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} ({' '.join(sys.argv[:4]) or 'python'})\n")
+            f.flush()
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+            f.close()
 
     def append(self, rows: list[dict]) -> None:
         """Write rows as complete lines, then flush and fsync them."""
