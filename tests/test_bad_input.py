@@ -138,15 +138,11 @@ def test_eval_summary_counts_truncated_prompts():
     assert summarize(rows)["truncated_prompts"] == 2
 
 
-def test_the_old_controller_option_still_works_for_one_release(capsys):
-    """``--controller`` (now ``--controller-weights``) is a deprecated alias: the same value, a warning."""
-    import json
-    argv = ["generate", "--model", TEST_MODEL, "--prompt", "Ann has 3 bags of 4 nuts. How many?", "--json",
-            "--policy", "tspd", "--gen-length", "32", "--block-length", "32", "--steps", "1"]
-    with pytest.warns(UserWarning, match="borrow|trained on the embedded"):
-        with pytest.warns(FutureWarning, match="--controller is deprecated.*--controller-weights"):
-            assert cli.main(argv + ["--controller", TEST_MODEL]) == 0
-    old = json.loads(capsys.readouterr().out)
-    with pytest.warns(UserWarning, match="trained on the embedded"):
-        assert cli.main(argv + ["--controller-weights", TEST_MODEL]) == 0
-    assert json.loads(capsys.readouterr().out)["token_ids"] == old["token_ids"]
+def test_controller_is_not_an_option(capsys):
+    """The controller's weights are ``--controller-weights``; ``--controller`` (not even as its prefix) is refused."""
+    argv = ["generate", "--model", TEST_MODEL, "--prompt", "2+2?", "--policy", "tspd", "--controller", TEST_MODEL]
+    with pytest.raises(SystemExit) as refused:
+        cli.main(argv)
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(f"error: unrecognized arguments: --controller {TEST_MODEL}"), err

@@ -55,13 +55,9 @@ def test_policy_and_ce_are_names_plus_settings():
     with pytest.raises(UsageError, match="controller=") as refused:
         DecodeConfig(policy=Prophet())
     assert "Prophet" in str(refused.value)
-    with pytest.raises(UsageError, match="ce_kwargs"):
-        DecodeConfig(ce="yes")
-    with pytest.warns(DeprecationWarning, match="ce=True, ce_kwargs"):   # the settings given whole: one release
-        whole = DecodeConfig(ce=CEConfig(H=10))
-    assert whole == DecodeConfig(ce=True, ce_kwargs={"H": 10}) and whole.ce is True
-    with pytest.warns(DeprecationWarning):
-        assert DecodeConfig(ce={"H": 10}) == whole
+    for not_a_bool in ("yes", CEConfig(H=10), {"H": 10}):   # the settings go in ce_kwargs, never in ce
+        with pytest.raises(UsageError, match="ce is True or False \\(its settings go in ce_kwargs\\)"):
+            DecodeConfig(ce=not_a_bool)
     from tspd.eval.job import RunConfig
     assert RunConfig(model=TEST_MODEL, decode=DecodeConfig(ce=True, ce_kwargs={"H": 10})).ce_kwargs == {"H": 10}   # any
 

@@ -214,13 +214,14 @@ def test_model_args_build_one_decode_config():
     assert own.checkpoint is not None and own.checkpoint.path.name == "tiny-arith"   # opened once, loaded from
 
 
-def test_the_old_controller_key_still_works_for_one_release():
+def test_controller_is_not_a_model_args_key():
+    """The controller's weights are ``controller_weights=``; ``controller=`` is an unknown key, refused."""
     with pytest.warns(UserWarning, match="trained on the embedded"):
         new = parse_model_args("pretrained=tiny-arith,policy=tspd,controller_weights=tiny-arith")
-    with pytest.warns(UserWarning, match="trained on the embedded"):
-        with pytest.warns(FutureWarning, match="controller= is deprecated.*controller_weights="):
-            old = parse_model_args("pretrained=tiny-arith,policy=tspd,controller=tiny-arith")
-    assert old.decode == new.decode and new.decode.policy_kwargs["weights"].endswith("controllers")
+    assert new.decode.policy_kwargs["weights"].endswith("controllers")
+    from tspd.validate import UsageError
+    with pytest.raises(UsageError, match="unknown --model_args controller for"):
+        parse_model_args("pretrained=tiny-arith,policy=tspd,controller=tiny-arith")
 
 
 @pytest.mark.parametrize("model_args, words", [

@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     for name, (module, help_text) in COMMANDS.items():
+        # options are spelt whole: a prefix (--controller for --controller-weights) is an unknown option
         p = sub.add_parser(name, help=help_text, description=help_text,
-                           formatter_class=HelpFormatter)
+                           formatter_class=HelpFormatter, allow_abbrev=False)
         if name == chosen:
             mod = importlib.import_module(module)
             mod.add_arguments(p)

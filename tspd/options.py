@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import inspect
 import json
-import warnings
 from typing import Any
 
 from tspd.validate import UsageError
@@ -78,20 +77,6 @@ def from_args(cls, args: argparse.Namespace, **changes):
     return cls(**{**{k: v for k, v in vars(args).items() if k in names}, **changes})
 
 
-def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
-    """``old`` as a hidden spelling of the option ``new`` for one release: the same value (``new``'s
-    destination), with a warning that names ``new``."""
-
-    class Alias(argparse.Action):
-        def __call__(self, parser, namespace, values, option_string=None):
-            warnings.warn(f"{old} is deprecated and will be removed in the next release: use {new}", FutureWarning,
-                          stacklevel=2)
-            setattr(namespace, self.dest, values)
-
-    parser.add_argument(old, dest=new.lstrip("-").replace("-", "_"), default=argparse.SUPPRESS, help=argparse.SUPPRESS,
-                        action=Alias)
-
-
 def key_values(items: list[str] | None, option: str) -> dict:
     """``["k=v", ...]`` (a repeatable ``KEY=VALUE`` option) -> dict; values are JSON where they parse
     (numbers, booleans, lists), else strings."""
@@ -112,5 +97,5 @@ def as_key_values(settings: dict) -> list[str]:
     return [f"{k}={json.dumps(v)}" for k, v in settings.items()]
 
 
-__all__ = ["add_dataclass_arguments", "add_deprecated_alias", "from_args", "field_comments", "key_values",
+__all__ = ["add_dataclass_arguments", "from_args", "field_comments", "key_values",
            "as_key_values"]

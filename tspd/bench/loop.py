@@ -41,7 +41,7 @@ from tspd.models.loading import DEFAULT_MODEL, LoadedModel, load_model
 from tspd.provenance import device_name, git_revision
 from tspd.validate import CACHE_MODES
 
-# issue 34: everything but the forward, as a fraction of a forward, on the embedded model (CPU, 1 thread, batch 1)
+# the targets of everything but the forward, as a fraction of a forward, on the embedded model (CPU, 1 thread, batch 1)
 TARGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True): 0.15}
 
 
@@ -63,13 +63,22 @@ def add_arguments(p) -> None:
 
 
 class ForwardLog:
-    """A network that records every forward's inputs (for the bare replay) and otherwise is the network."""
+    """A network that records every forward's inputs (for the bare replay) and otherwise answers what
+    ``generate`` asks of a :class:`~tspd.models.loading.LoadedModel`'s network: its config, device and caches."""
 
     def __init__(self, network):
         self.network, self.calls = network, []
 
-    def __getattr__(self, name):
-        return getattr(self.network, name)
+    @property
+    def config(self):
+        return self.network.config
+
+    @property
+    def device(self) -> torch.device:
+        return self.network.device
+
+    def new_cache(self):
+        return self.network.new_cache()
 
     def __call__(self, ids, **kw):
         self.calls.append((ids.clone(), {k: v for k, v in kw.items() if k != "cache"}, kw.get("cache") is not None))

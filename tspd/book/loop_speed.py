@@ -3,7 +3,7 @@ forward (paper Section 5.4), read back from the committed ``results/bench/loop-*
 
 Section 5.4 prices the controller and CE as a fraction of one forward. A bench-loop file holds, per
 (policy, CE, cache) setting, the bare forward's time, everything else a ``generate`` call spends as a
-fraction of its forwards (``rest_of_forward``, against the issue's target where it names one) and the
+fraction of its forwards (``rest_of_forward``, against its target in ``tspd.bench.loop.TARGETS`` where it has one) and the
 split of the step's own work by phase. :func:`loop_rows` turns one file into table rows,
 :func:`loop_caption` says where it came from, :func:`draw_loop` draws the shares against their targets.
 """
@@ -34,7 +34,7 @@ def setting_label(row: dict) -> str:
 
 def loop_rows(result: dict) -> list[dict]:
     """One table row per setting of a bench-loop result: the forward's ms, the rest of a step as a
-    percentage of its forward beside its target (None where the issue sets none), and the step's own
+    percentage of its forward beside its target (None where ``TARGETS`` sets none), and the step's own
     work split by phase (percentages of the forward; without the call's setup, so they sum below it)."""
     rows = []
     for r in result["rows"]:

@@ -18,7 +18,6 @@ import argparse
 import copy
 import dataclasses
 import json
-import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -26,7 +25,7 @@ import torch
 from tspd.decoding.controllers import REGISTRY, check_policy
 from tspd.decoding.controllers.weights import controller_weights
 from tspd.decoding.extrapolate import CEConfig
-from tspd.options import add_dataclass_arguments, add_deprecated_alias, as_key_values, key_values
+from tspd.options import add_dataclass_arguments, as_key_values, key_values
 from tspd.validate import CACHE_MODES, UsageError, check_lengths
 
 CONFIDENCE_DTYPES = ("float32", "float64", "bfloat16")
@@ -79,12 +78,6 @@ class DecodeConfig:
             raise UsageError(f"policy is a controller's name ({', '.join(REGISTRY)}), not a "
                              f"{type(self.policy).__name__}: decode with a ready Controller through "
                              "generate(..., controller=...)")
-        if isinstance(self.ce, (dict, CEConfig)):   # the settings given whole: deprecated (issue 35)
-            warnings.warn("DecodeConfig(ce=<CE settings>) is deprecated: pass ce=True, ce_kwargs={...}",
-                          DeprecationWarning, stacklevel=4)
-            whole = dataclasses.asdict(self.ce) if isinstance(self.ce, CEConfig) else dict(self.ce)
-            _set(self, "ce_kwargs", {**whole, **(self.ce_kwargs or {})})
-            _set(self, "ce", True)
         if not isinstance(self.ce, bool):
             raise UsageError(f"ce is True or False (its settings go in ce_kwargs), not a {type(self.ce).__name__}")
         _set(self, "policy_kwargs", canonical(self.policy_kwargs, "policy_kwargs", strict=False))
@@ -187,7 +180,6 @@ def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] 
         parser.add_argument("--controller-weights", default=None,
                             help="trained tspd / learn2pd controller: a directory or weights stem (default: the one "
                                  "in <model>/controllers/), or an embedded model's name to borrow its controller")
-        add_deprecated_alias(parser, "--controller", "--controller-weights")
     if "ce" not in skip:
         parser.add_argument("--ce", action=argparse.BooleanOptionalAction, default=DecodeConfig.ce,
                             help="Confidence Extrapolation (paper Section 3.3)")

@@ -214,7 +214,7 @@ class BlockEnd:
 
     A block whose masks have not shrunk in ``block_length + 1`` forwards in a row raises instead of
     looping forever (a controller with ``force_progress = False`` that never commits). Counting the masks
-    left is the step's one wait for the device, as testing whether any is left was.
+    left is the step's one wait for the device, the same wait as testing whether any is left.
     """
 
     def __init__(self, controller: Controller, block: int, steps_per_block: int, block_length: int):

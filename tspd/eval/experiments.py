@@ -277,12 +277,6 @@ def results(configs: list[RunConfig], **kwargs) -> list[RunResult]:
     return [result(c, **kwargs) for c in configs]
 
 
-def run(config: RunConfig, **kwargs) -> RunResult:
-    """Deprecated name of :func:`result` (issue 35: "run" is a stored run, not a verb); removed in the next release."""
-    warnings.warn("tspd.eval.experiments.run is now tspd.eval.experiments.result", DeprecationWarning, stacklevel=2)
-    return result(config, **kwargs)
-
-
 # setting fields of paper_numbers.json that paper_config maps onto RunConfig fields
 _MAPPED = {"model", "task", "task_label", "num_fewshot", "gen_length", "block_length", "policy", "ce", "cache", "tau", "H"}
 

@@ -31,7 +31,7 @@ _NOT_IN_KEY = ("limit",)
 
 
 # Decoding fields every key names (KEY_VERSION 1); the rest of DecodeConfig enters a key only when it
-# differs from its default, so keys made before DecodeConfig existed still name the same runs.
+# differs from its default, so a run at those defaults keeps the key its stored results are filed under.
 _KEYED_DECODE = ("policy", "policy_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
 _OPTIONAL_DECODE = ("temperature", "confidence_dtype", "fast")
 _DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
@@ -43,7 +43,8 @@ class RunConfig:
     (:data:`~tspd.models.loading.DEFAULT_MODEL`) on the task it was trained on, on the CPU.
 
     Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
-    (``RunConfig(policy="tspd", ce=True)``), and read through (``config.cache``). The window is
+    (``RunConfig(policy="tspd", ce=True)``); the ones every key names are properties (``config.cache``),
+    the others are read from ``decode`` (``config.decode.seed``). The window is
     resolved on construction (None: the checkpoint's own, from ``checkpoint`` when the caller has
     opened it, else from the model's ``config.json``; ``steps`` None: ``gen_length``), and so is the task
     (None: the one the model was trained on, :func:`~tspd.models.loading.default_task`), the sampling
@@ -86,11 +87,38 @@ class RunConfig:
         for name, value in fields.items():   # frozen: set once, here
             object.__setattr__(self, name, value)
 
-    def __getattr__(self, name: str):
-        """Decoding settings read through: ``config.policy`` is ``config.decode.policy``."""
-        if name in _DECODE_FIELDS:
-            return getattr(object.__getattribute__(self, "decode"), name)
-        raise AttributeError(f"RunConfig has no attribute {name!r}")
+    # the decoding settings every key names, read from ``decode``: ``config.policy`` is ``config.decode.policy``
+    @property
+    def policy(self) -> str:
+        return self.decode.policy
+
+    @property
+    def policy_kwargs(self) -> dict:
+        return self.decode.policy_kwargs
+
+    @property
+    def ce(self) -> bool:
+        return self.decode.ce
+
+    @property
+    def ce_kwargs(self) -> dict:
+        return self.decode.ce_kwargs
+
+    @property
+    def cache(self) -> str:
+        return self.decode.cache
+
+    @property
+    def gen_length(self) -> int:
+        return self.decode.gen_length
+
+    @property
+    def block_length(self) -> int:
+        return self.decode.block_length
+
+    @property
+    def steps(self) -> int:
+        return self.decode.steps
 
     def __hash__(self) -> int:   # the dict fields are not hashable; the key is
         return hash((self.key, self.limit))

@@ -15,7 +15,7 @@ each solution line ``a op b = c`` and the final ``#### N``:
 Why a *one-pass* probe (``one_pass_final``): the whole answer window masked, one forward, is the final
 ``N`` argmax right at its reference place? A model that answers this way has nothing left for parallel
 decoding to lose: committing many tokens per step (Sec. 1) only costs accuracy when the answer needs the
-lines written before it. (Try 13 of ``tiny-arith``: 99.4 % in one pass, and its sweep lost nothing.)
+lines written before it. (``results/training/t13-fixed-stream``: 99.4 % in one pass, and its sweep lost nothing.)
 
 Why a *counterfactual*: a model that recomputes every number from the question in one pass gets the
 ordinary probes partly right (an operand copied from line 1 is also line 1's product of two question

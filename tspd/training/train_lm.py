@@ -35,12 +35,11 @@ from tspd.models.llada import LLaDAModelLM
 from tspd.options import from_args
 from tspd.provenance import device_name, git_revision
 from tspd.training.lm.config import LMTrainConfig, add_arguments, command_line
-from tspd.training.lm.data import Batch, encode_answer, make_batch, make_tokenizer
+from tspd.training.lm.data import make_tokenizer
 from tspd.training.lm.stream import BatchStream
-from tspd.training.lm.evaluation import EVAL_COLUMNS, SWEEP, curve_point, sweep_row, final_evaluation, final_probes, \
-    gate_failed, task_probes
-from tspd.training.lm.objective import count_parameters, init_weights, lr_factor, make_optimizer, model_config, \
-    sft_loss, stratified_uniform
+from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluation, final_probes, gate_failed, \
+    task_probes
+from tspd.training.lm.objective import count_parameters, init_weights, lr_factor, make_optimizer, model_config, sft_loss
 from tspd.training.lm.record import STATE, probe_table, read_log, save_checkpoint, save_state, sweep_table, \
     upgrade_eval_log, write_training_md
 from tspd.training.masking import Masking
@@ -295,6 +294,4 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["LMTrainConfig", "STATE", "SWEEP", "read_log", "Batch", "make_batch", "encode_answer", "sft_loss",
-           "lr_factor", "stratified_uniform", "train", "sweep_row", "model_config", "init_weights", "add_arguments",
-           "main", "eval_only", "final_evaluation", "final_probes", "curve_point", "gate_failed"]
+__all__ = ["LMTrainConfig", "add_arguments", "command_line", "read_log", "train", "eval_only", "main"]

@@ -10,8 +10,7 @@ JSON object, plus its own ``--device`` and ``--batch_size``. Keys:
 ``policy``             controller (vanilla, fast-dllm, prophet, credit, learn2pd, egp, tspd, ...)
 ``threshold``          the controller's confidence threshold (sugar for ``policy.threshold``)
 ``policy.KEY``         any other controller argument, e.g. ``policy.weights=/path/controllers/tspd``
-``controller_weights`` trained tspd / learn2pd controller (directory, stem, or an embedded model's name);
-                       ``controller``, its earlier name, still works for one release (with a warning)
+``controller_weights`` trained tspd / learn2pd controller (directory, stem, or an embedded model's name)
 ``ce``, ``ce.KEY``     Confidence Extrapolation on/off and its settings
 ``cache``              none | prefix | dual
 ``gen_length``, ``block_length``, ``steps``   the window (default: the checkpoint's own, one token per step)
@@ -44,7 +43,6 @@ from tspd.validate import UsageError
 
 DECODE_KEYS = ("policy", "threshold", "controller_weights", "ce", "cache", "gen_length", "block_length", "steps",
                "temperature", "seed", "confidence_dtype", "fast", "policy_kwargs", "ce_kwargs")
-DEPRECATED_KEYS = {"controller": "controller_weights"}   # old spelling -> key, accepted with a warning for one release
 OTHER_KEYS = ("pretrained", "device", "dtype", "chat", "add_bos_token", "truncate_prompt", "batch_size",
               "mc_num", "mc_batch", "mc_seed", "check_greedy", "eos_fill")
 IGNORED_KEYS = ("trust_remote_code", "max_batch_size")   # lm-eval passes these to every model
@@ -74,11 +72,6 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     """``--model_args`` (a dict, a ``k=v,k2=v2`` string or a JSON object) plus lm-eval's ``--device`` and
     ``--batch_size`` -> :class:`ModelArgs`; a bad key or value is one UsageError line."""
     args = model_args_dict(args)
-    for old, new in DEPRECATED_KEYS.items():
-        if old in args:
-            warnings.warn(f"--model_args {old}= is deprecated and will be removed in the next release: use {new}=",
-                          FutureWarning, stacklevel=2)
-            args.setdefault(new, args.pop(old))
     policy_kwargs = dict(_mapping(args.pop("policy_kwargs", None), "policy_kwargs"))
     ce_kwargs = dict(_mapping(args.pop("ce_kwargs", None), "ce_kwargs"))
     for key in [k for k in args if "." in k]:

@@ -75,8 +75,8 @@ def _eq(a: int, op: str, b: int) -> tuple[str, int]:
     """One solution line, every number written with two digits (``04*07 = 28``).
 
     Fixed width puts each digit of a result at the same offset from the digits it depends on in every
-    line, which a small RoPE model learns sooner than variable-width arithmetic (try 3 against try 2 in
-    ``results/training/tiny-arith-fw/``).
+    line, which a small RoPE model learns sooner than variable-width arithmetic (``results/training/tiny-arith-fw/``
+    compares the two).
     """
     c = _OPS[op](a, b)
     return f"{a:02d}{op}{b:02d} = {c:02d}", c
@@ -276,9 +276,8 @@ def template_accuracy(problems: list[dict], texts: list[str], grade=None) -> dic
     """Answers right by template: ``{template: [right, total]}``, templates in sorted order; ``grade(problem,
     text)`` is the task's grade (default :func:`right`, the final number).
 
-    An average over templates hides a template the model never learned (tries 10-12 answered 4 of 59
-    ``rates``/``travel`` problems and every other one right, because those two had run out of the
-    training stream).
+    An average over templates hides a template the model never learned: one the training stream draws
+    too rarely can fail on nearly every problem while every other template is right.
     """
     out: dict[str, list[int]] = {}
     for p, text in zip(problems, texts):

@@ -1,5 +1,5 @@
-"""``chain``: long GSM8K-style word problems with the freedom real text has (the regime model's task; no
-try has learned it yet: ``results/training/`` holds each try's record, ``g1-chain-gpu`` the furthest).
+"""``chain``: long GSM8K-style word problems with the freedom real text has (a task for the regime model;
+``results/training/`` holds the records of the models trained on it).
 
 Why a second task: :mod:`tspd.eval.tasks.arith` answers in 3-4 short lines that a small model writes in
 one pass, so every parallel decoder finishes in two forwards and the book could not tell them apart.

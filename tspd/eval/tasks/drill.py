@@ -1,11 +1,10 @@
 """``drill``: runs of ``chain``'s solution lines without their question, a share of ``chain``'s training batches.
 
-Why (issue 32): ``arith``'s models compute every number from the question, whose layout fixes the answer's:
-try 13 (4 blocks, 100 % of arith's masked results) gets 4 of 157 of ``chain``'s products right with the
-operands in plain view in the same line (``scripts/digit_probe.py``, first lines of 64 test answers). A
-``chain`` model has to read a line's own operands, since the order of lines and operands is free, and no
-try formed that from ``chain`` alone (r1, r2a, r2b, the x-diagnostics). Without the question, the only
-way to predict a result of ``aa op bb = cc`` is from the operands in its own line, and a running sum's
+Why: an ``arith`` model can compute every number from the question, whose layout fixes the answer's, and
+need never read a line's own operands (``scripts/digit_probe.py`` measures whether it does). A ``chain``
+model has to read them, since the order of lines and operands is free, and one trained on ``chain`` alone
+does not form that skill in the runs ``results/training/`` records (they measure both). Without the question, the
+only way to predict a result of ``aa op bb = cc`` is from the operands in its own line, and a running sum's
 operands from the lines above it: the skill in its plainest form, at about a third of a ``chain``
 sequence's positions (``train-lm --task chain --mix-tasks drill:SHARE``).
 

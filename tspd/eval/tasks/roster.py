@@ -16,8 +16,8 @@ line's chores in the same step picks each from its own marginal and often picks 
 fixed by the question's layout (``On day k they will``, the punctuation, the final ``#### D`` = the number of
 days). The chores of a problem are the first ``n`` of :data:`CHORES` in that order: every constraint is then
 positional, which a 1M-parameter model learns on a CPU. The names vary the questions and appear in no answer:
-a first design wrote ``Ann will wash, Ben will cook, ...``, and a 0.9M model had not learned to copy the k-th
-name of the question after 30 CPU-minutes, while it had learned every chore's dependency on the others
+an answer ``Ann will wash, Ben will cook, ...`` asks the model to copy the k-th name of the question, which a
+0.9M model does not learn in 30 CPU-minutes, though it learns every chore's dependency on the others
 (``results/training/roster-t1``).
 
 Grading (:func:`right`) is the whole answer: every day's line present, in order, with as many chores as

@@ -4,7 +4,7 @@ A generated task (``arith``, ``chain``) draws problems from one function ``make_
 a problem belongs to is decided by a hash of its question text alone (5 % test, 5 % traces, 90 % train), so
 no split can ever share a question with another, whatever is drawn. ``test`` and ``traces`` are fixed
 lists from their own seeds; ``train`` is an endless stream drawn with repeats (a template with few
-distinct questions must not run dry and vanish from a long run: tries 6-13 of ``tiny-arith`` lost two).
+distinct questions must not run dry and vanish from a long run).
 """
 from __future__ import annotations
 

@@ -50,12 +50,12 @@ class LMTrainConfig:
     eval_n: int = 200              # test problems for in-training evaluations (accuracy and probes)
     regime: bool = False           # also log the regime figures at each evaluation (tspd.eval.regime: TPF, caches, 2x window)
     regime_long_n: int = 32        # problems for the 2x window's vanilla figure (a forward per token: costly; 0: none)
-    gate_minutes: float = 0.0      # stop a try that cannot copy question numbers by then (0 = never)
-    gate_copy: float = 0.5         # question-number probe a try needs by --gate-minutes
+    gate_minutes: float = 0.0      # stop a run that cannot copy question numbers by then (0 = never)
+    gate_copy: float = 0.5         # question-number probe a run needs by --gate-minutes
     final_eval_n: int = 500        # test problems for the final numbers (0 = skip)
     eval_batch: int = 500          # prompts per generate() call
     data_workers: int = 0          # processes building batches, same batches (a GPU's step outruns one thread); 0: a thread
-    batch_seeds: bool = False      # draw each batch's problems from a seed of its own, so workers split the drawing and a resume skips at once (off: one stream, as older runs)
+    batch_seeds: bool = False      # draw each batch's problems from a seed of its own, so workers split the drawing and a resume skips at once (off: one stream for all batches)
     save_minutes: float = 5.0      # checkpoint period, so an interrupted run leaves a model
     log_every: int = 25            # steps between log lines (and at least one a minute)
     prompt_multiple: int = 8       # prompt width rounded up to this: few distinct shapes for compile

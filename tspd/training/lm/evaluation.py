@@ -27,7 +27,7 @@ SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.
         [("vanilla", None, k) for k in (2, 4, 8)]
 
 
-# eval_log.csv: every task's probe columns (empty where a task has none), roster's appended after older runs' columns
+# eval_log.csv: every task's probe columns (empty where a task has none), roster's last, so a log's existing columns keep their places
 EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *REGIME_COLUMNS, *roster_probes.COLUMNS)
 
 
@@ -137,7 +137,7 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
 
 
 def gate_failed(cfg: LMTrainConfig, point: dict) -> str | None:
-    """Why a try stops early (it has not learned to copy question numbers by ``--gate-minutes``), or None."""
+    """Why a run stops early (it has not learned to copy question numbers by ``--gate-minutes``), or None."""
     copy = point.get("probe_operand_question")
     if cfg.gate_minutes and point["minutes"] >= cfg.gate_minutes and copy is not None and copy < cfg.gate_copy:
         return (f"after {point['minutes']:.0f} min the model copies {copy:.0%} of question numbers "

@@ -7,7 +7,7 @@ to its step, and ``--data-workers N`` processes can build every N-th batch each 
 problem draws of all batches and tokenizes only its own): the same batches, in the same order, as the one
 background thread (one thread builds about 4k sequences of 256 tokens a second on this CPU; a small model's
 step on a GPU eats 20k). Replaying the draws is not cheap: on an H100, 12 processes fed the step more
-slowly than one thread (g1's record). With ``--batch-seeds`` each batch draws from a seed of its own
+slowly than one thread (``results/training/g1-chain-gpu``). With ``--batch-seeds`` each batch draws from a seed of its own
 (``<seed>-batch<index>``), so a worker draws only its own batches and a resume skips without drawing;
 those are other batches than the one stream's (equally drawn), so turning it on at a resume goes on with
 other problems, not with a replay.
@@ -100,7 +100,7 @@ class BatchStream:
 
     def _draw(self, what: str, index: int, choices: list, default):
         """One of ``choices`` ``[(value, share)]`` with its share, else ``default``, seeded by the batch's index
-        (no draw without choices, so older runs resume alike)."""
+        (no draw without choices: with the option off a run's stream is unchanged, so its resume replays it)."""
         if not choices:
             return default
         u = random.Random(f"{what}-{self.cfg.seed}-{index}").random()
@@ -111,7 +111,7 @@ class BatchStream:
         return default
 
     def _partial(self, rng: random.Random) -> bool:
-        """Whether an altered problem takes any value (``alter_any``); no draw when 0, so older runs resume alike."""
+        """Whether an altered problem takes any value (``alter_any``); no draw when 0, so a run without it replays alike."""
         return bool(self.cfg.alter_any) and rng.random() < self.cfg.alter_any
 
     def _put(self, out, item) -> None:
