@@ -21,7 +21,7 @@ def broken(tmp_path_factory):
     root = tmp_path_factory.mktemp("broken")
     made = {"empty": root / "empty"}
     made["empty"].mkdir()
-    for name in ("truncated", "alien", "no-controllers", "old-task"):
+    for name in ("truncated", "alien", "no-controllers", "old-task", "no-task"):
         made[name] = root / name
         shutil.copytree(ZOO, made[name], ignore=shutil.ignore_patterns("controllers"))
     weights = made["truncated"] / "model.safetensors"
@@ -30,6 +30,9 @@ def broken(tmp_path_factory):
         cfg = json.loads((made[name] / "config.json").read_text())
         cfg.update({k: v if k != "tspd_task" else {**cfg["tspd_task"], **v} for k, v in change.items()})
         (made[name] / "config.json").write_text(json.dumps(cfg))
+    cfg = json.loads((made["no-task"] / "config.json").read_text())
+    del cfg["tspd_task"]                                   # a checkpoint train-lm did not make
+    (made["no-task"] / "config.json").write_text(json.dumps(cfg))
     made["out_dir"] = root / "a-directory"
     made["out_dir"].mkdir()
     made["a_file"] = root / "a-file"
@@ -64,6 +67,18 @@ EVAL = [   # (id, extra arguments, words): a --model among them wins over the TE
      "--controller-weights is for the learned policies"),
 ]
 
+OTHER = [   # (id, the whole command line, words): the other commands, refused before any measuring
+    ("bench-step length", ["bench-step", "--device", "cpu", "--gen", "50", "--block", "32"],
+     "--gen 50 is not a multiple"),
+    ("bench-step batch", ["bench-step", "--device", "cpu", "--batch", "one"], "--batch takes comma-separated integers"),
+    ("bench-step caches", ["bench-step", "--device", "cpu", "--caches", "full"], "--caches takes none, prefix, dual"),
+    ("bench-loop ce", ["bench-loop", "--model", TEST_MODEL, "--ce", "maybe"], "--ce takes off, on or off,on"),
+    ("bench-loop repeats", ["bench-loop", "--model", TEST_MODEL, "--repeats", "0"], "must be positive"),
+    ("regime without a task", ["regime", "--model", "{no-task}"], "names no generated task"),
+    ("regime without a controller", ["regime", "--model", "{no-controllers}", "--tspd-ce", "yes"],
+     "no tspd controller"),
+]
+
 
 def _run(argv, capsys) -> tuple[int, list[str], str]:
     code = cli.main(argv)
@@ -92,6 +107,13 @@ def test_eval_rejects_bad_input_in_one_line(extra, words, broken, capsys, tmp_pa
     code, err, _ = _run(argv, capsys)
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
     assert not out_file.exists()                      # nothing written
+
+
+@pytest.mark.parametrize("argv,words", [c[1:] for c in OTHER], ids=[c[0] for c in OTHER])
+def test_other_commands_reject_bad_input_in_one_line(argv, words, broken, capsys):
+    code, err, out = _run(_fill(argv, broken), capsys)
+    assert code == 2 and out == ""
+    assert len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -15,7 +15,7 @@ import torch
 from tspd.cli import main as cli
 from tspd.decoding.loop import Generation
 from tspd.eval import harness
-from tspd.eval.results import PHASES, phase_shares, summarize, summary_path
+from tspd.eval.results import PHASE_FIELDS, phase_shares, summarize, summary_path
 from tspd.eval.tasks import get_task
 from tspd.models.loading import Checkpoint, LoadedModel, SpecialTokens
 from conftest import SIZES, TEST_MODEL
@@ -206,7 +206,7 @@ def test_profile_stores_each_rows_share_of_the_batch_phases(tmp_path):
     plain, timed = tmp_path / "plain.jsonl", tmp_path / "timed.jsonl"
     calls = install_fake(gsm8k_answers())
     assert run_eval(calls.seam, plain, "--limit", "2") == 0
-    assert "profile" not in calls[1][2] and not set(read_rows(plain)[0]) & set(PHASES)
+    assert "profile" not in calls[1][2] and not set(read_rows(plain)[0]) & set(PHASE_FIELDS)
     calls = install_fake(gsm8k_answers(), seconds=[10.0, 2.0, 1.0])
     assert run_eval(calls.seam, timed, "--limit", "5", "--batch-size", "2", "--profile") == 0
     assert [c[2]["profile"] for c in calls if c[0] == "generate"] == [True] * 3

@@ -13,6 +13,7 @@ import torch
 
 DTYPES = ("float32", "bfloat16", "float16")
 CACHE_MODES = ("none", "prefix", "dual")   # Fast-dLLM's KV caches (paper Table 4); "none" recomputes the canvas
+CHAT_MODES = ("auto", "on", "off")   # prompts as chat turns: where the checkpoint has a template, always, never
 
 
 class UsageError(ValueError):
@@ -72,4 +73,4 @@ def check_fits(prompt_tokens: int, gen_length: int, limit: int | None) -> None:
 
 
 __all__ = ["UsageError", "check_lengths", "check_device", "check_dtype", "check_fits", "max_positions", "DTYPES",
-           "CACHE_MODES"]
+           "CACHE_MODES", "CHAT_MODES"]

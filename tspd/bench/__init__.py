@@ -44,7 +44,7 @@ from tspd.decoding.graphs import StepGraphs
 from tspd.models.loading import LoadedModel, SpecialTokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.provenance import device_name, git_revision
-from tspd.validate import CACHE_MODES, check_device
+from tspd.validate import CACHE_MODES, UsageError, check_device
 
 # LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
 SHAPES = {
@@ -282,16 +282,16 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     device = check_device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
     if args.gen % args.block:
-        raise SystemExit(f"error: --gen {args.gen} is not a multiple of --block {args.block}")
+        raise UsageError(f"--gen {args.gen} is not a multiple of --block {args.block}")
     try:
         batches = [int(x) for x in args.batch.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(f"error: --batch takes comma-separated integers, got {args.batch!r}") from None
+        raise UsageError(f"--batch takes comma-separated integers, got {args.batch!r}") from None
     bad = [c for c in args.caches.split(",") if c and c not in CACHE_MODES]
     if bad:
-        raise SystemExit(f"error: --caches takes {', '.join(CACHE_MODES)}, got {bad}")
+        raise UsageError(f"--caches takes {', '.join(CACHE_MODES)}, got {bad}")
     if not batches or min(batches) < 1 or args.prompt < 1 or args.repeats < 1:
-        raise SystemExit("error: --batch sizes, --prompt and --repeats must be positive")
+        raise UsageError("--batch sizes, --prompt and --repeats must be positive")
     timer = Timer(device, args.repeats, args.warmup)
     torch.manual_seed(args.seed)
     peaks = peak_rates(device, dtype, timer)

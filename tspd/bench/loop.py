@@ -37,12 +37,13 @@ import torch
 from tspd.bench import run_command
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
-from tspd.models.loading import DEFAULT_MODEL, LoadedModel, load_model
+from tspd.models.loading import DEFAULT_MODEL, LoadedModel, load_model, task_spec
 from tspd.provenance import device_name, git_revision
-from tspd.validate import CACHE_MODES
+from tspd.validate import CACHE_MODES, UsageError
 
-# the targets of everything but the forward, as a fraction of a forward, on the embedded model (CPU, 1 thread, batch 1)
-TARGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True): 0.15}
+# what the loop may spend beyond its forwards, as a fraction of a forward, per (policy, CE), on the embedded model
+# (CPU, 1 thread, batch 1); a results file stores them as its "targets", a row as its "target"
+OVERHEAD_BUDGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True): 0.15}
 
 
 def add_arguments(p) -> None:
@@ -102,7 +103,7 @@ def replay_forwards(model: LoadedModel, calls: list) -> None:
 
 def prompts(model: LoadedModel, n: int, length: int, seed: int = 0) -> tuple[list[list[int]], str]:
     """``n`` prompts as token ids: the test split of the task a ``train-lm`` checkpoint names, else random ids."""
-    spec = (model.config.extra or {}).get("tspd_task") if hasattr(model.config, "extra") else None
+    spec = task_spec(model)
     if spec and model.tokenizer is not None:
         from tspd.eval.tasks.generated import generated_task
         task = generated_task(spec["name"])
@@ -155,16 +156,16 @@ def measure_setting(model: LoadedModel, ids: list[list[int]], config: DecodeConf
 
 def measure(args, command: str, log=print) -> dict:
     """Every setting of ``args`` on one checkpoint; the results dict (``log`` gets a line per setting)."""
-    model = load_model(args.model)
     caches = [c for c in args.caches.split(",") if c]
     bad = [c for c in caches if c not in CACHE_MODES]
     if bad:
-        raise ValueError(f"--caches takes {', '.join(CACHE_MODES)}, got {bad}")
+        raise UsageError(f"--caches takes {', '.join(CACHE_MODES)}, got {bad}")
     ces = {"off": False, "on": True}
     if any(c not in ces for c in args.ce.split(",")):
-        raise ValueError(f"--ce takes off, on or off,on, got {args.ce!r}")
+        raise UsageError(f"--ce takes off, on or off,on, got {args.ce!r}")
     if args.n < 1 or args.repeats < 1:
-        raise ValueError("--n and --repeats must be positive")
+        raise UsageError("--n and --repeats must be positive")
+    model = load_model(args.model)
     ids, source = prompts(model, args.n, args.prompt_length)
     base = DecodeConfig(gen_length=args.gen_length, block_length=args.block_length).resolved(model)
     result = {"command": command, "revision": git_revision(), "device": device_name("cpu"), "torch": torch.__version__,
@@ -174,14 +175,14 @@ def measure(args, command: str, log=print) -> dict:
                          "fastest repetition of each, summed over the prompts, the two timed back to back in one "
                          "process; step_work_of_forward: statistics, view, commit, CE and controller of a "
                          "profile=True decoding over its forward time (no per-call setup)",
-              "targets": {f"{p}{'+ce' if ce else ''}": t for (p, ce), t in TARGETS.items()}, "rows": []}
+              "targets": {f"{p}{'+ce' if ce else ''}": t for (p, ce), t in OVERHEAD_BUDGETS.items()}, "rows": []}
     for policy in [p for p in args.policies.split(",") if p]:
         kwargs, stand_in = policy_kwargs(model, policy, args.threshold)
         for ce in [ces[c] for c in args.ce.split(",") if c]:
             for cache in caches:
                 config = base.replace(policy=policy, policy_kwargs=kwargs, ce=ce, cache=cache)
                 row = {"policy": policy, "ce": ce, "cache": cache, **measure_setting(model, ids, config, args.repeats)}
-                target = TARGETS.get((policy, ce))
+                target = OVERHEAD_BUDGETS.get((policy, ce))
                 row["target"], row["meets_target"] = target, None if target is None else row["rest_of_forward"] <= target
                 if stand_in:
                     row["controller"] = stand_in

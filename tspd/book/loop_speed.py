@@ -3,8 +3,8 @@ forward (paper Section 5.4), read back from the committed ``results/bench/loop-*
 
 Section 5.4 prices the controller and CE as a fraction of one forward. A bench-loop file holds, per
 (policy, CE, cache) setting, the bare forward's time, everything else a ``generate`` call spends as a
-fraction of its forwards (``rest_of_forward``, against its target in ``tspd.bench.loop.TARGETS`` where it has one) and the
-split of the step's own work by phase. :func:`loop_rows` turns one file into table rows,
+fraction of its forwards (``rest_of_forward``, against its budget in ``tspd.bench.loop.OVERHEAD_BUDGETS``
+where it has one) and the split of the step's own work by phase. :func:`loop_rows` turns one file into table rows,
 :func:`loop_caption` says where it came from, :func:`draw_loop` draws the shares against their targets.
 """
 from __future__ import annotations
@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 
 # the step's own work by phase, as bench-loop names it, and the column each is shown under
-PHASES = {"statistics_view_commit": "statistics + view + commit (%)", "controller": "controller (%)", "ce": "CE (%)"}
+PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "controller": "controller (%)",
+                 "ce": "CE (%)"}
 
 
 def loop_results(directory: str | Path) -> list[tuple[Path, dict]]:
@@ -34,7 +35,7 @@ def setting_label(row: dict) -> str:
 
 def loop_rows(result: dict) -> list[dict]:
     """One table row per setting of a bench-loop result: the forward's ms, the rest of a step as a
-    percentage of its forward beside its target (None where ``TARGETS`` sets none), and the step's own
+    percentage of its forward beside its target (None where ``OVERHEAD_BUDGETS`` sets none), and the step's own
     work split by phase (percentages of the forward; without the call's setup, so they sum below it)."""
     rows = []
     for r in result["rows"]:
@@ -44,9 +45,9 @@ def loop_rows(result: dict) -> list[dict]:
                                                  else share_text(r["rest_of_forward"], target)),
                "target (%)": None if target is None else 100 * target, "met": r.get("meets_target")}
         phases = r.get("phases_of_forward", {})
-        row.update({column: 100 * phases[name] if name in phases else None for name, column in PHASES.items()})
+        row.update({column: 100 * phases[name] if name in phases else None for name, column in PHASE_COLUMNS.items()})
         if not r["ce"]:
-            row[PHASES["ce"]] = None                        # no CE ran: nothing to split off
+            row[PHASE_COLUMNS["ce"]] = None                        # no CE ran: nothing to split off
         rows.append(row)
     return rows
 
@@ -69,7 +70,7 @@ def draw_loop(result: dict, title: str = ""):
     fig, ax = plt.subplots(figsize=(9.5, 0.28 * len(rows) + 1.2))
     ys = range(len(rows))
     left = [0.0] * len(rows)
-    for name, column in PHASES.items():
+    for name, column in PHASE_COLUMNS.items():
         widths = [100 * r.get("phases_of_forward", {}).get(name, 0.0) for r in rows]
         ax.barh(list(ys), widths, left=left, label=column.replace(" (%)", ""))
         left = [a + w for a, w in zip(left, widths)]
@@ -90,4 +91,4 @@ def draw_loop(result: dict, title: str = ""):
     return fig
 
 
-__all__ = ["PHASES", "loop_results", "setting_label", "loop_rows", "loop_caption", "draw_loop"]
+__all__ = ["PHASE_COLUMNS", "loop_results", "setting_label", "loop_rows", "loop_caption", "draw_loop"]

@@ -296,7 +296,7 @@ _DECODERS = {"vanilla": "vanilla", "fast": "Fast-dLLM", "tspd_ce": "TSPD + CE"}
 
 def regime_summary(model: str = DEFAULT_MODEL) -> str:
     """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
-    which of the regime targets it meets (:data:`tspd.eval.regime_record.TARGETS`): a bound is met when the whole
+    which of the regime targets it meets (:data:`tspd.eval.regime_record.REGIME_TARGETS`): a bound is met when the whole
     95 % interval is on its side."""
     from tspd.eval.regime_record import targets
     path = _model_dir(model) / "regime.json"

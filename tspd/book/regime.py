@@ -2,18 +2,18 @@
 
 The record is :mod:`tspd.eval.regime_record`'s ``regime.json`` in the checkpoint directory: read back
 when its weights and settings match, otherwise measured (only the missing rows). The page shows each
-target (:data:`tspd.eval.regime_record.TARGETS`) with its 95 % interval, the bound, and LLaDA-8B-Instruct's
+target (:data:`tspd.eval.regime_record.REGIME_TARGETS`) with its 95 % interval, the bound, and LLaDA-8B-Instruct's
 value where a source gives one (their numbers, :data:`tspd.eval.regime.ANCHORS`).
 """
 from __future__ import annotations
 
-import json
 import shlex
 
 from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig
-from tspd.eval.regime_record import measure, targets, weights_hash
+from tspd.eval.regime_record import measure, targets
 from tspd.eval.results import wilson
 from tspd.provenance import device_name, git_revision
+from tspd.validate import UsageError
 
 
 def regime_record(model: str, n: int = 500, long_n: int = 100, long_windows: tuple[int, ...] = (),
@@ -23,17 +23,17 @@ def regime_record(model: str, n: int = 500, long_n: int = 100, long_windows: tup
     twice the checkpoint's window; TSPD + CE when the checkpoint has its controller). ``window`` (gen_length,
     block_length; 0: the checkpoint's own) may only name the checkpoint's own: the record is of that window."""
     from tspd.eval.tasks.generated import generated_task
-    from tspd.models.loading import Checkpoint, load_model
+    from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
 
     checkpoint = Checkpoint.open(model)
     path = checkpoint.path
-    spec = json.loads((path / "config.json").read_text()).get("tspd_task")
+    spec = task_spec(checkpoint)
     if not spec:
-        raise ValueError(f"{path} names no generated task in its config.json: the regime record is for "
+        raise UsageError(f"{path} names no generated task in its config.json: the regime record is for "
                          "train-lm checkpoints (a real LLaDA-8B's figures are the anchors themselves)")
     own = (spec["gen_length"], spec["block_length"])
     if any(w and w != o for w, o in zip(window, own)):
-        raise ValueError(f"the regime record is measured at the checkpoint's own window {own[0]} / {own[1]}; "
+        raise UsageError(f"the regime record is measured at the checkpoint's own window {own[0]} / {own[1]}; "
                          f"leave gen_length and block_length at 0 (the longer windows are long_windows)")
     cfg = RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or (2 * spec["gen_length"],),
                        batch=batch, tspd_ce=(path / "controllers" / "tspd.json").is_file())
@@ -42,7 +42,7 @@ def regime_record(model: str, n: int = 500, long_n: int = 100, long_windows: tup
     command = shlex.join(["python", "-m", "tspd", "regime", "--model", str(model), "--n", str(n), "--long-n",
                           str(long_n), "--long-windows", ",".join(map(str, cfg.long_windows))])
     meta = {"command": command, "git": git_revision() or "unknown",   # the stored record's where its rows are kept
-            "device": device_name(lm.device), "model": str(model), "weights": weights_hash(path),
+            "device": device_name(lm.device), "model": str(model), "weights": weights_hash(checkpoint),
             "task": spec["name"], "gen_length": spec["gen_length"], "block_length": spec["block_length"]}
     return measure(lm, generated_task(spec["name"]), cfg, out, meta, log=log or (lambda s: None))
 

@@ -33,10 +33,8 @@ to tspd's own code are not detected: pass ``force=True`` (or delete the files) a
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
-import os
 import platform
 import shlex
 import time
@@ -127,23 +125,12 @@ def _task(name: str):
 
 
 def model_fingerprint(model: "str | Checkpoint") -> str | None:
-    """A short hash of a checkpoint's config.json and weight files (size + first/last MiB), or None when
-    ``model`` is no checkpoint. An opened :class:`Checkpoint`'s config.json is hashed as it was read."""
+    """:meth:`Checkpoint.fingerprint` of ``model`` (config.json and its weight files' sizes and first / last
+    MiB), or None when ``model`` is no checkpoint."""
     try:
-        checkpoint = Checkpoint.open(model)
+        return Checkpoint.open(model).fingerprint()
     except CheckpointError:
         return None
-    h = hashlib.sha256()
-    for p in sorted(p for p in checkpoint.path.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"):
-        config = p.name == "config.json"
-        size = len(checkpoint.config_bytes) if config else p.stat().st_size
-        h.update(f"{p.name}:{size}".encode())
-        with io.BytesIO(checkpoint.config_bytes) if config else open(p, "rb") as f:
-            h.update(f.read(1 << 20))
-            if size > 2 << 20:
-                f.seek(-(1 << 20), os.SEEK_END)
-            h.update(f.read())          # the rest of a file up to 2 MiB, else its last MiB
-    return h.hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------------------------

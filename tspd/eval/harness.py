@@ -45,13 +45,13 @@ from pathlib import Path
 
 from tspd.decoding.config import DecodeConfig, add_decode_arguments
 from tspd.decoding.loop import Generation
-from tspd.eval.job import CHAT_MODES, EvalJob, EvalOptions, RunConfig
-from tspd.eval.results import PHASES, ResultsError, ResultsFile, config_id, row_tpf, summarize, summary_path
+from tspd.eval.job import EvalJob, EvalOptions, RunConfig
+from tspd.eval.results import PHASE_FIELDS, ResultsError, ResultsFile, config_id, row_tpf, summarize, summary_path
 from tspd.eval.shard import Shard, merge
 from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
 from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint, add_model_arguments, checkpoint_task
 from tspd.options import add_dataclass_arguments, from_args
-from tspd.validate import UsageError, check_device, check_dtype
+from tspd.validate import CHAT_MODES, UsageError, check_device, check_dtype
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
 
@@ -144,7 +144,7 @@ class BatchOutput:
     seconds: float
     gen_length: int
     truncated: list[bool] | None = None   # prompts left-truncated to fit the model (--truncate-prompt)
-    phases: dict[str, float] | None = None   # --profile: the batch's seconds per phase (PHASES)
+    phases: dict[str, float] | None = None   # --profile: the batch's seconds per phase (PHASE_FIELDS)
 
 
 class ReferenceBackend:
@@ -194,7 +194,7 @@ class ModelBackend:
         raw = list(out.texts)
         texts = [self.task.postprocess(t, self.chat) for t in raw]
         gen_tokens = [sum(1 for t in row if t not in self.skip_ids) for row in out.token_ids.tolist()]
-        phases = {k: float(getattr(out, k)) for k in PHASES if getattr(out, k) is not None}   # with --profile
+        phases = {k: float(getattr(out, k)) for k in PHASE_FIELDS if getattr(out, k) is not None}   # with --profile
         return BatchOutput(texts, raw, list(out.nfe_per_sample), gen_tokens, float(out.seconds),
                            out.token_ids.shape[1], list(out.truncated) or None, phases or None)
 

@@ -21,10 +21,9 @@ import torch
 from tspd.decoding.config import DecodeConfig, canonical
 from tspd.models.loading import DEFAULT_MODEL, Checkpoint, default_task
 from tspd.provenance import local, portable
-from tspd.validate import UsageError
+from tspd.validate import CHAT_MODES, UsageError
 
 KEY_VERSION = 1          # bump when the meaning of stored results changes (all keys change with it)
-CHAT_MODES = ("auto", "on", "off")
 
 # fields that do not change what a sample's result is, so they stay out of the key
 _NOT_IN_KEY = ("limit",)
@@ -213,4 +212,4 @@ class EvalJob:
                 **({"confidence_dtype": d.confidence_dtype} if d.confidence_dtype != "float32" else {})}
 
 
-__all__ = ["RunConfig", "EvalOptions", "EvalJob", "KEY_VERSION", "CHAT_MODES"]
+__all__ = ["RunConfig", "EvalOptions", "EvalJob", "KEY_VERSION"]

@@ -10,7 +10,6 @@ record is also written as a section of the checkpoint's ``TRAINING.md``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shlex
 import sys
@@ -20,21 +19,22 @@ from pathlib import Path
 
 from tspd.eval.regime import ANCHORS, FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, decodings, paired_gap, score
 from tspd.eval.results import wilson
-from tspd.models.loading import DEFAULT_MODEL
+from tspd.models.loading import DEFAULT_MODEL, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
+from tspd.validate import UsageError
 
 SECTION = "## Regime record"
 # What a row's figures depend on (a fixed schedule's k is in its name, so adding one only adds a row).
 ROW_SETTINGS = ("n", "long_n", "threshold", "batch")
 # What the coupled-answers model is held to: (bound, "min" or "max", figure). A loss or cost is in points of
 # accuracy against vanilla (or against the same decoder without a cache, or at the checkpoint's window).
-TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (1.5, "min", "Fast-dLLM 0.9 TPF"),
-           "fast_loss": (2.0, "max", "Fast-dLLM 0.9 loses, points"),
-           "fixed_loss": (8.0, "min", "4 tokens per step loses, points"),
-           "fixed8_loss": (25.0, "min", "8 tokens per step loses, points"),
-           "block_step_loss": (40.0, "min", "one step per block loses, points"),
-           "cache_cost": (2.0, "max", "largest cost of a cache, points"),
-           "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
+REGIME_TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (1.5, "min", "Fast-dLLM 0.9 TPF"),
+                  "fast_loss": (2.0, "max", "Fast-dLLM 0.9 loses, points"),
+                  "fixed_loss": (8.0, "min", "4 tokens per step loses, points"),
+                  "fixed8_loss": (25.0, "min", "8 tokens per step loses, points"),
+                  "block_step_loss": (40.0, "min", "one step per block loses, points"),
+                  "cache_cost": (2.0, "max", "largest cost of a cache, points"),
+                  "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
 FIXED_TARGETS = {4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
 
 
@@ -47,13 +47,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="TSPD + CE rows: auto = when the model has controllers/tspd")
     p.add_argument("--batch", type=int, default=100, help="prompts per generate() call")
     p.add_argument("--out", default=None, help="the record's JSON (default: <model>/regime.json)")
-
-
-def weights_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(path.glob("*.safetensors")):
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) -> dict:
@@ -103,14 +96,14 @@ def measured_by(kept: dict, new: dict, measuring: bool) -> dict:
 
 
 def targets(record: dict) -> list[dict]:
-    """Each target of :data:`TARGETS` with the measured value, its 95 % interval and whether it is met
+    """Each target of :data:`REGIME_TARGETS` with the measured value, its 95 % interval and whether it is met
     (a bound is met only when the whole interval is on its side; a cost's interval is paired)."""
     rows = record["rows"]
     out = []
 
     def add(key, what, value, lo, hi, anchor=None, **about):
         """``about``: what the row measures, for readers of the list (cache, decoder, window, tokens_per_step)."""
-        bound, kind, label = TARGETS[key]
+        bound, kind, label = REGIME_TARGETS[key]
         met = (lo >= bound) if kind == "min" else (hi <= bound)
         out.append({"target": key, "what": what or label, "value": value, "lo": lo, "hi": hi, "bound": bound,
                     "kind": kind, "met": met, "point_met": value >= bound if kind == "min" else value <= bound,
@@ -179,26 +172,23 @@ def write_section(training_md: Path, lines: list[str]) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from tspd.eval.tasks.generated import generated_task
-    from tspd.models.loading import load_model, resolve_path
+    from tspd.models.loading import Checkpoint, load_model
 
-    path = resolve_path(args.model)
-    config = json.loads((path / "config.json").read_text())
-    spec = config.get("tspd_task")
+    checkpoint = Checkpoint.open(args.model)
+    path, spec = checkpoint.path, task_spec(checkpoint)
     if not spec:
-        print(f"regime: {path} names no generated task in config.json (train it with train-lm)", file=sys.stderr)
-        return 2
+        raise UsageError(f"{path} names no generated task in config.json (train it with train-lm)")
     task = generated_task(spec["name"])
     windows = tuple(int(w) for w in args.long_windows.split(",") if w.strip())
     has_tspd = (path / "controllers" / "tspd.json").is_file()
     if args.tspd_ce == "yes" and not has_tspd:
-        print(f"regime: --tspd-ce yes, but {path}/controllers has no tspd controller", file=sys.stderr)
-        return 2
+        raise UsageError(f"--tspd-ce yes, but {path}/controllers has no tspd controller")
     cfg = RegimeConfig(n=args.n, long_n=args.long_n, long_windows=windows, batch=args.batch,
                        tspd_ce=args.tspd_ce == "yes" or (args.tspd_ce == "auto" and has_tspd))
-    model = load_model(path)
+    model = load_model(checkpoint)
     meta = {"command": shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime",
             "git": git_revision() or "unknown", "device": device_name(model.device), "model": str(args.model),
-            "weights": weights_hash(path), "task": spec["name"], "gen_length": spec["gen_length"],
+            "weights": weights_hash(checkpoint), "task": spec["name"], "gen_length": spec["gen_length"],
             "block_length": spec["block_length"]}
     out = Path(args.out) if args.out else path / "regime.json"
     record = measure(model, task, cfg, out, meta, log=lambda s: print(s, flush=True))

@@ -26,7 +26,7 @@ except ImportError:                     # pragma: no cover
     fcntl = None
 
 
-PHASES = ("forward_seconds", "controller_seconds", "ce_seconds")   # per-row phase times (eval --profile)
+PHASE_FIELDS = ("forward_seconds", "controller_seconds", "ce_seconds")   # per-row phase times (eval --profile)
 
 
 class ResultsError(ValueError):
@@ -202,13 +202,13 @@ def phase_shares(rows: list[dict]) -> dict:
 
     A batch's forwards are its rows' largest NFE (its rows share the batch's forwards).
     """
-    if not rows or any(r.get(k) is None for r in rows for k in PHASES):
+    if not rows or any(r.get(k) is None for r in rows for k in PHASE_FIELDS):
         return {}
     used = [r for r in rows if not r.get("warmup")] or rows
     forwards: dict[str, int] = {}
     for r in used:
         forwards[r.get("batch", "")] = max(forwards.get(r.get("batch", ""), 0), r.get("nfe") or 0)
-    total = {k: sum(r[k] for r in used) for k in PHASES}
+    total = {k: sum(r[k] for r in used) for k in PHASE_FIELDS}
     steps = sum(forwards.values())
     if total["forward_seconds"] <= 0 or steps <= 0:
         return {}

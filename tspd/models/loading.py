@@ -6,7 +6,10 @@ Hub ids cannot be downloaded here; pass a local directory (``huggingface-cli dow
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,6 +161,36 @@ class Checkpoint:
     def trained_on(self) -> str | None:
         """The fingerprint of the task version a ``train-lm`` checkpoint was trained on (None for others)."""
         return task_spec(self).get("fingerprint")
+
+    def fingerprint(self) -> str:
+        """16 hex digits over config.json (as read) and each weight file's size and first / last MiB: cheap
+        enough to check on every run that the checkpoint behind a name is unchanged (what a cached run's key
+        and sidecar name). The exact weights are :func:`weights_hash`'s."""
+        h = hashlib.sha256()
+        for p in sorted(p for p in self.path.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"):
+            config = p.name == "config.json"
+            size = len(self.config_bytes) if config else p.stat().st_size
+            h.update(f"{p.name}:{size}".encode())
+            with io.BytesIO(self.config_bytes) if config else open(p, "rb") as f:
+                h.update(f.read(1 << 20))
+                if size > 2 << 20:
+                    f.seek(-(1 << 20), os.SEEK_END)
+                h.update(f.read())          # the rest of a file up to 2 MiB, else its last MiB
+        return h.hexdigest()[:16]
+
+
+def weights_hash(path_or_name: "str | Path | Checkpoint", digits: int = 16) -> str:
+    """The sha256 of a checkpoint's weights (every byte of its safetensors files, in shard order: its
+    ``model.safetensors`` alone where unsharded), its first ``digits`` hex digits: 16 are what a record
+    kept beside the checkpoint says it measured (``regime.json``, ``evals.json``), 64 (all) what a
+    controller says it was trained on. :class:`CheckpointError` where there are no weights."""
+    path = path_or_name.path if isinstance(path_or_name, Checkpoint) else resolve_path(path_or_name)
+    h = hashlib.sha256()
+    for file in _weight_files(path):
+        with open(file, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 24), b""):
+                h.update(chunk)
+    return h.hexdigest()[:digits]
 
 
 def _weight_files(path: Path) -> list[Path]:

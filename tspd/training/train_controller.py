@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from tspd.decoding.controllers.learn2pd import WIDTH, Learn2PDNet
 from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, features_without, stack_features
 from tspd.decoding.controllers.weights import LEARNED, save_controller, stem_of
+from tspd.models.loading import CheckpointError, weights_hash
 from tspd.options import add_dataclass_arguments, from_args
 from tspd.training.traces import CHANNELS, load_traces
 
@@ -282,26 +283,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="output stem, e.g. <model dir>/controllers/tspd")
 
 
-def weights_digest(model) -> str | None:
-    """sha256 of the checkpoint a controller was trained on (its ``model.safetensors``, or the shard
-    index of a sharded one): a controller reads its model's confidence dynamics and belongs to it."""
-    import hashlib
-
-    from tspd.models.loading import resolve_path
-    try:
-        path = resolve_path(model)
-    except ValueError:
-        return None
-    for name in ("model.safetensors", "model.safetensors.index.json"):
-        if (path / name).is_file():
-            h = hashlib.sha256()
-            with open(path / name, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 24), b""):
-                    h.update(chunk)
-            return h.hexdigest()
-    return None
-
-
 def main(args) -> int:
     features = tuple(f for f in args.features.split(",") if f)
     if args.drop:
@@ -312,7 +293,10 @@ def main(args) -> int:
     net, saved, curve = train(traces, cfg, progress=not args.quiet)
     saved["traces_file"] = str(args.traces)
     saved["model"] = traces["meta"].get("model")
-    saved["model_sha256"] = weights_digest(saved["model"])
+    try:   # a controller reads its model's confidence dynamics and belongs to it: the model's whole sha256
+        saved["model_sha256"] = weights_hash(saved["model"], digits=64)
+    except CheckpointError:   # a model not on this machine
+        saved["model_sha256"] = None
     stem = save_controller(net, saved, stem_of(args.out, cfg.kind))
     Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
     v = saved["summary"]["val"]

@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import csv
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,15 +281,11 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        cfg = from_args(LMTrainConfig, args)
-        if getattr(args, "eval_only", False):
-            eval_only(cfg)
-            return 0
-        train(cfg, log=lambda s: print(s, flush=True))
-    except ValueError as e:   # bad options: one line, no traceback
-        print(f"train-lm: {e}", file=sys.stderr)
-        return 2
+    cfg = from_args(LMTrainConfig, args)   # bad options raise; python -m tspd prints them as one line
+    if getattr(args, "eval_only", False):
+        eval_only(cfg)
+        return 0
+    train(cfg, log=lambda s: print(s, flush=True))
     return 0
 
 

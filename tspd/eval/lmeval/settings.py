@@ -38,15 +38,14 @@ import warnings
 from dataclasses import dataclass
 
 from tspd.decoding.config import DecodeConfig
-from tspd.models.loading import DEFAULT_MODEL, Checkpoint
-from tspd.validate import UsageError
+from tspd.models.loading import DEFAULT_MODEL, Checkpoint, CheckpointError, load_tokenizer, task_spec
+from tspd.validate import CHAT_MODES, UsageError, check_dtype
 
 DECODE_KEYS = ("policy", "threshold", "controller_weights", "ce", "cache", "gen_length", "block_length", "steps",
                "temperature", "seed", "confidence_dtype", "fast", "policy_kwargs", "ce_kwargs")
 OTHER_KEYS = ("pretrained", "device", "dtype", "chat", "add_bos_token", "truncate_prompt", "batch_size",
               "mc_num", "mc_batch", "mc_seed", "check_greedy", "eos_fill")
 IGNORED_KEYS = ("trust_remote_code", "max_batch_size")   # lm-eval passes these to every model
-CHAT_MODES = ("off", "on", "auto")
 
 
 @dataclass(frozen=True)
@@ -89,9 +88,6 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
         raise UsageError("batch_size given twice (--model_args and --batch_size): give it once, with --batch_size")
     batch = _int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
 
-    from tspd.models.loading import CheckpointError
-    from tspd.decoding.controllers.weights import check_controller_files, controller_weights
-    from tspd.validate import check_dtype
     pretrained = str(args.get("pretrained") or DEFAULT_MODEL)
     try:
         checkpoint = Checkpoint.open(pretrained)       # one line: no such directory, no config.json, ...
@@ -99,7 +95,29 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
         raise UsageError(str(e)) from None
     dtype = str(args.get("dtype") or "auto").replace("torch.", "")
     check_dtype(dtype)
+    decode = _decode(args, policy_kwargs, ce_kwargs, checkpoint)
+    chat = _chat(args, checkpoint)
+    eos_fill = args.get("eos_fill", "auto")
+    if str(eos_fill).lower() == "auto":
+        eos_fill = bool(task_spec(checkpoint))
+    eos_fill = _bool("eos_fill", eos_fill)
+    mc_num = _int("mc_num", args.get("mc_num", 128), low=1)
+    mc_batch = min(_int("mc_batch", args.get("mc_batch", 32), low=1), mc_num)
+    if mc_num % mc_batch:
+        raise UsageError(f"mc_num {mc_num} must be a multiple of mc_batch {mc_batch} (LLaDA draws the mask "
+                         f"ratios of one batch together): use e.g. mc_num {-(-mc_num // mc_batch) * mc_batch}")
+    return ModelArgs(pretrained=pretrained, device=_device(args.get("device"), device), dtype=dtype,
+                     decode=decode, chat=chat, add_bos_token=_bool("add_bos_token", args.get("add_bos_token", False)),
+                     truncate_prompt=_bool("truncate_prompt", args.get("truncate_prompt", False)),
+                     batch_size=batch, mc_num=mc_num, mc_batch=mc_batch,
+                     mc_seed=_int("mc_seed", args.get("mc_seed", 0)),
+                     check_greedy=_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill,
+                     checkpoint=checkpoint)
 
+
+def _decode(args: dict, policy_kwargs: dict, ce_kwargs: dict, checkpoint: Checkpoint) -> DecodeConfig:
+    """The decoding ``--model_args`` ask for, checked, with the checkpoint's window where they give none."""
+    from tspd.decoding.controllers.weights import check_controller_files, controller_weights
     policy = str(args.get("policy") or "vanilla")
     if args.get("threshold") is not None:
         policy_kwargs["threshold"] = _float("threshold", args["threshold"])
@@ -133,35 +151,24 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
             raise UsageError(f"ce settings: {e}") from None
     decode = decode.resolved(checkpoint)              # the checkpoint's window where not given; lengths checked
     check_controller_files(checkpoint, policy, decode.policy_kwargs)
+    return decode
 
+
+def _chat(args: dict, checkpoint: Checkpoint) -> str:
+    """``chat`` as one of :data:`~tspd.validate.CHAT_MODES`; ``on`` only for a checkpoint with a chat template."""
     chat = args.get("chat", "off")
     chat = {True: "on", False: "off"}.get(chat, chat) if isinstance(chat, bool) else str(chat).lower()
     if chat not in CHAT_MODES:
         raise UsageError(f"chat must be one of {', '.join(CHAT_MODES)}, got {args.get('chat')!r}")
     if chat == "on":
-        from tspd.models.loading import load_tokenizer
         try:
             template = getattr(load_tokenizer(checkpoint.path), "chat_template", None)
         except CheckpointError:
             template = None
         if not template:
-            raise UsageError(f"chat=on, but {pretrained} has no chat template: use chat=off (or auto)")
-    eos_fill = args.get("eos_fill", "auto")
-    if str(eos_fill).lower() == "auto":
-        eos_fill = bool((checkpoint.config.extra or {}).get("tspd_task"))
-    eos_fill = _bool("eos_fill", eos_fill)
-    mc_num = _int("mc_num", args.get("mc_num", 128), low=1)
-    mc_batch = min(_int("mc_batch", args.get("mc_batch", 32), low=1), mc_num)
-    if mc_num % mc_batch:
-        raise UsageError(f"mc_num {mc_num} must be a multiple of mc_batch {mc_batch} (LLaDA draws the mask "
-                         f"ratios of one batch together): use e.g. mc_num {-(-mc_num // mc_batch) * mc_batch}")
-    return ModelArgs(pretrained=pretrained, device=_device(args.get("device"), device), dtype=dtype,
-                     decode=decode, chat=chat, add_bos_token=_bool("add_bos_token", args.get("add_bos_token", False)),
-                     truncate_prompt=_bool("truncate_prompt", args.get("truncate_prompt", False)),
-                     batch_size=batch, mc_num=mc_num, mc_batch=mc_batch,
-                     mc_seed=_int("mc_seed", args.get("mc_seed", 0)),
-                     check_greedy=_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill,
-                     checkpoint=checkpoint)
+            raise UsageError(f"chat=on, but {args.get('pretrained') or DEFAULT_MODEL} has no chat template: "
+                             "use chat=off (or auto)")
+    return chat
 
 
 # --------------------------------------------------------------------------------------------

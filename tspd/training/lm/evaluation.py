@@ -8,7 +8,6 @@ step loses accuracy), resumably.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -60,14 +59,14 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     interrupted sweep rerun on the same checkpoint (``--eval-only``) keeps those rows and measures
     only the rest.
     """
-    from tspd.models.loading import load_model
+    from tspd.models.loading import load_model, weights_hash
 
     if cfg.final_eval_n <= 0:
         return []
     model = load_model(out, device=cfg.device)
     task = generated_task(cfg.task)
     problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
-    weights = hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()[:16]
+    weights = weights_hash(out)
     path = out / "evals.json"
     before = json.loads(path.read_text()) if path.exists() else []
     done = {(r["policy"], r["threshold"], r.get("tokens_per_step"), r["n"]): r for r in before
