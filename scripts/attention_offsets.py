@@ -9,14 +9,10 @@ puts on each offset in [-10, 10] is printed (its operands sit at -6 and -3; ``--
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).parent))
-from digit_probe import problem_arguments, results_masked
+from digit_probe import problem_arguments, results_masked   # beside this script: first on the import path
 
 
 REACH = 10   # offsets shown on each side

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tspd.eval.tasks.generated import trained_task
 from tspd.models.loading import DEFAULT_MODEL, checkpoint_task

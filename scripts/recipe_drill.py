@@ -33,11 +33,17 @@ from tspd.models.subword_tokenizer import train_tokenizer
 LAB = Path(__file__).resolve().parents[2] / "shared" / "lab" / "dependency_drill"
 
 
-def lab_module(name: str, lab: Path):
-    """A module of the lab folder, by file (the lab is beside the project, not part of it)."""
-    spec = importlib.util.spec_from_file_location(f"lab_{name}", lab / f"{name}.py")
+def lab_module(name: str, lab: Path, register: tuple[str, ...] = ("chores", "inventory")):
+    """A module of the lab folder, by file (the lab is beside the project, not part of it); the lab's
+    ``register`` modules are loaded first under their own names, as ``minimal_loop`` imports them."""
+    for other in register:
+        sys.modules[other] = _load(other, lab / f"{other}.py")
+    return _load(f"lab_{name}", lab / f"{name}.py")
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(lab))       # minimal_loop imports its tasks by name
     spec.loader.exec_module(module)
     return module
 

@@ -24,7 +24,7 @@
 # notebooks and tables are the book's: the notebooks run their parameter cells' model, and the tables'
 # files are the README's. They run only where NAME is the book's model (refused up front otherwise).
 # What is set aside is named <name>.before-<time> (git ignores it; delete it once the new results are in).
-# Afterwards: paste `scripts/controller_table.py --markdown` and `scripts/cache_agreement.py
+# Afterwards: paste `python -m tspd controller-table --markdown` and `python -m tspd cache-agreement
 # --markdown` into the README, update its status section, and run `bash scripts/test.sh`.
 #
 # Switching the book to another embedded model (tiny-chain, trained on `chain`; tiny-arith stays the test
@@ -82,8 +82,8 @@ for stage in $stages; do
       cp "$run"/*.csv "$run"/TRAINING.md "$record/"
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$record/"
       if [ -f "$run/probes.json" ]; then cp "$run/probes.json" "$zoo/"; cp "$run/probes.json" "$record/"; fi
-      # the README's and the book's sentence on the book model's accuracy, from its record (tspd.book.record)
-      if [ "$name" = "$book" ]; then .venv/bin/python scripts/model_accuracy.py --model "$name"; fi
+      # the README's and the book's sentence on the book model's accuracy, from its record (tspd.book.prose)
+      if [ "$name" = "$book" ]; then .venv/bin/python -m tspd fill-records --only model-accuracy; fi
       ;;
     controllers)
       bash scripts/train_controllers.sh 200 "$threads" "$name"
@@ -103,11 +103,11 @@ for stage in $stages; do
         done
       done
       [ -d results/controller_table ] && mv results/controller_table "results/controller_table.before-$stamp"
-      .venv/bin/python scripts/controller_table.py --model "$name" --n 500 --threads "$threads"
-      .venv/bin/python scripts/cache_agreement.py --model "$name" --n 500 --threads "$threads"
+      .venv/bin/python -m tspd controller-table --model "$name" --n 500 --threads "$threads"
+      .venv/bin/python -m tspd cache-agreement --model "$name" --n 500 --threads "$threads"
       # the README's lm-eval example and every number the README and the book's prose state (tspd.book.prose)
-      .venv/bin/python scripts/lmeval_example.py --model "$name" --threads "$threads"
-      .venv/bin/python scripts/fill_records.py
+      .venv/bin/python -m tspd lmeval-example --model "$name" --threads "$threads"
+      .venv/bin/python -m tspd fill-records
       ;;
   esac
   echo "stage $stage: $(( $(date +%s) - start )) s"

@@ -16,13 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tspd.models.loading import load_tokenizer  # noqa: E402
-from tspd.options import from_args  # noqa: E402
-from tspd.training.lm.config import LMTrainConfig, add_arguments  # noqa: E402
-from tspd.training.lm.stream import BatchStream  # noqa: E402
+from tspd.models.loading import load_tokenizer
+from tspd.options import from_args
+from tspd.training.lm.config import LMTrainConfig, add_arguments
+from tspd.training.lm.stream import BatchStream
 
 
 def rate(tokenizer, cfg: LMTrainConfig, seconds: float) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's two commands, timed from a fresh clone of the committed HEAD, into results/fresh_clone.json
-# (what the README's sentence on their times is written from: tspd.book.prose.fresh_clone_times).
+# (tspd.records.fresh_clone; the README's sentence on their times: tspd.book.prose.fresh_clone_times).
 # Usage: bash scripts/time_fresh_clone.sh [CLONE_DIR]   (the clone is left in place; run on a quiet machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,14 +24,16 @@ t1=$(date +%s)
 bash scripts/build_book.sh > book.log 2>&1
 t2=$(date +%s)
 summary=$(grep -E "^=+ .*(passed|failed).* =+$" test.log | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
-"$repo/.venv/bin/python" - "$repo/results/fresh_clone.json" <<PY
-import json, os, platform, sys, time
+written=$("$repo/.venv/bin/python" - <<PY
+import os, time
 from tspd.provenance import device_name
-json.dump({"command": "bash scripts/time_fresh_clone.sh", "revision": "$revision", "date": time.strftime("%Y-%m-%d"),
-           "device": device_name("cpu").split(" (")[0], "cores": os.cpu_count(),
-           "load_average_before": $load, "venv_seconds": $((t0 - t00)), "tests_seconds": $((t1 - t0)), "tests_exit": $test_rc,
-           "tests_summary": "$summary", "book_seconds": $((t2 - t1)), "shared": $shared}, open(sys.argv[1], "w"), indent=1)
-open(sys.argv[1], "a").write("\n")
+from tspd.records import fresh_clone
+print(fresh_clone.save(fresh_clone.FreshClone(
+    command="bash scripts/time_fresh_clone.sh", revision="$revision", date=time.strftime("%Y-%m-%d"),
+    device=device_name("cpu").split(" (")[0], cores=os.cpu_count(), load_average_before=$load,
+    venv_seconds=$((t0 - t00)), tests_seconds=$((t1 - t0)), tests_exit=$test_rc, tests_summary="$summary",
+    book_seconds=$((t2 - t1)), shared=$shared)))
 PY
-echo "venv: $((t0 - t00)) s; tests: $((t1 - t0)) s ($summary, exit $test_rc); book: $((t2 - t1)) s -> results/fresh_clone.json"
+)
+echo "venv: $((t0 - t00)) s; tests: $((t1 - t0)) s ($summary, exit $test_rc); book: $((t2 - t1)) s -> $written"
 exit $test_rc

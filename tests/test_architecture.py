@@ -17,7 +17,7 @@ LAYERS = [
     ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options"]),
     ("models", ["tspd.models"]),
     ("decoding", ["tspd.decoding"]),
-    ("eval", ["tspd.eval"]),
+    ("eval", ["tspd.eval", "tspd.records"]),
     ("training", ["tspd.training"]),
     ("book", ["tspd.book"]),
     ("commands", ["tspd.bench", "tspd.generate_cli", "tspd.grade_cli", "tspd.lmeval"]),
@@ -141,7 +141,8 @@ def test_shared_helpers_have_one_home():
     generated_task = {"prompt", "load_split", "make_problem", "iter_train", "right", "line_accuracy",
                       "template_accuracy"}   # the generated tasks' module interface (arith, chain, roster)
     probe_modules = {"run_probes"}   # tspd.training.probes and roster_probes: one interface
-    allowed = verbs | generated_task | probe_modules
+    records = {"load", "save", "load_dict", "load_dicts", "markdown"}   # each record module's interface (tspd.records)
+    allowed = verbs | generated_task | probe_modules | records
     assert twice <= allowed, sorted(twice - allowed)
 
 

@@ -1,13 +1,16 @@
-"""scripts/controller_table.py: its rows are RunConfigs run through the one harness, summarised from the rows."""
+"""python -m tspd controller-table: its rows are RunConfigs run through the one harness, summarised from the rows."""
 from __future__ import annotations
 
-import importlib.util
+import argparse
 import json
 
 import pytest
 
+from tspd import cli
+from tspd.book import controller_table
 from tspd.decoding.controllers import make_controller
-from tspd.eval.experiments import REPO_ROOT, RunConfig, RunResult
+from tspd.eval.experiments import RunConfig, RunResult
+from tspd.records import controller_table as record
 from tspd.validate import UsageError
 
 from conftest import TEST_MODEL
@@ -15,14 +18,17 @@ from conftest import TEST_MODEL
 
 @pytest.fixture(scope="module")
 def ct():
-    spec = importlib.util.spec_from_file_location("controller_table", REPO_ROOT / "scripts" / "controller_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return controller_table
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    controller_table.add_arguments(p)
+    return p.parse_args(argv)
 
 
 def test_configs_are_each_methods_default_setting(ct):
-    configs = ct.table_configs(ct.parse_args(["--model", TEST_MODEL, "--n", "3", "--controllers",
+    configs = ct.table_configs(parse(["--model", TEST_MODEL, "--n", "3", "--controllers",
                                               "fast-dllm,credit,tspd", "--ce", "on", "--caches", "dual"]))
     assert list(configs)[0] == ct.BASELINE                 # the speedups' reference is always measured
     assert set(configs) == {ct.BASELINE, ("fast-dllm", True, "dual"), ("credit", True, "dual"), ("tspd", True, "dual")}
@@ -39,7 +45,7 @@ def test_configs_are_each_methods_default_setting(ct):
 def test_bad_lists_are_one_line_errors(ct):
     for argv in (["--controllers", "vanilla,egp"], ["--caches", "full"], ["--ce", "yes"], ["--controllers", ","]):
         with pytest.raises(UsageError, match="choose from"):
-            ct.table_configs(ct.parse_args(["--model", TEST_MODEL, *argv]))
+            ct.table_configs(parse(["--model", TEST_MODEL, *argv]))
 
 
 def result(config: RunConfig, outputs: list[str], timed: bool = True, tps: float | None = 100.0) -> RunResult:
@@ -56,7 +62,7 @@ def test_summary_from_the_rows(ct):
     results = {ct.BASELINE: result(base, ["a 7", "b 5"], tps=50.0),
                ("fast-dllm", False, "none"): result(base.replace(policy="fast-dllm"), ["a 7", "b 6"], timed=False),
                ("fast-dllm", False, "dual"): result(base.replace(policy="fast-dllm", cache="dual"), ["a 7", "c 6"])}
-    table = ct.summarise(results, 2, {"n": 2})
+    table = ct.table_of(results, 2, {"n": 2})
     van, fast, dual = table["rows"]
     assert table["n"] == 2 and van["key"] == base.key and van["complete"] and van["speedup_tps"] == 1.0
     assert van["accuracy"] == 0.5 and van["accuracy_95"] == pytest.approx((0.0945, 0.9055), abs=1e-4)
@@ -67,17 +73,17 @@ def test_summary_from_the_rows(ct):
     assert "same_text_as_no_cache" not in fast
     assert (dual["same_text_as_no_cache"], dual["same_answer_as_no_cache"]) == (0.5, 1.0)
     assert dual["char_agreement_with_no_cache"] == pytest.approx((1 + 2 / 3) / 2)
-    text = ct.markdown(table)
+    text = record.markdown(table)
     assert text.count("\n") == 4
     assert "| fast-dllm | off | none | 50.0 [9.5, 90.5] | 8.0 | 100.0 | 2.00 | – | – |" in text
-    assert "fast-dllm" in ct.console(table)
+    assert "fast-dllm" in record.console(table)
 
 
-def test_tiny_run_writes_its_runs_beside_out_and_resumes(ct, tmp_path, capsys):
+def test_tiny_run_writes_its_runs_beside_out_and_resumes(tmp_path, capsys):
     out = tmp_path / "t" / "table.json"
     argv = ["--model", TEST_MODEL, "--n", "1", "--controllers", "vanilla", "--ce", "off", "--caches", "none,prefix",
             "--out", str(out)]
-    assert ct.main(argv) == 0
+    assert cli.main(["controller-table", *argv]) == 0
     table = json.loads(out.read_text())
     runs = tmp_path / "t" / "controller_table"
     assert [(r["cache"], r["n"]) for r in table["rows"]] == [("none", 1), ("prefix", 1)]
@@ -86,5 +92,5 @@ def test_tiny_run_writes_its_runs_beside_out_and_resumes(ct, tmp_path, capsys):
         assert r["controller_pct_of_forward"] > 0 and r["ce_pct_of_forward"] == 0.0 and r["tps"] > 0
     assert table["rows"][1]["same_text_as_no_cache"] in (0.0, 1.0) and table["command"].endswith(str(out))
     assert "computed" in capsys.readouterr().out
-    assert ct.main(argv) == 0 and "computed" not in capsys.readouterr().out   # read back, nothing decoded
+    assert cli.main(["controller-table", *argv]) == 0 and "computed" not in capsys.readouterr().out   # read back, nothing decoded
     assert json.loads(out.read_text())["rows"] == table["rows"]

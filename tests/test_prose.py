@@ -3,15 +3,17 @@ from the record that holds it (tspd.book.prose), and these tests fail when a sta
 record disagree."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
 
 import pytest
 
-from tspd.book import prose
+from tspd.book import prose, spans
 from tspd.models.loading import resolve_path
 from tspd.provenance import REPO_ROOT
+from tspd.records import fresh_clone, lmeval_example
 
 REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
     "README.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "controller-comparisons",
@@ -20,16 +22,22 @@ REQUIRED = {   # the spans each page must keep (a removed marker would silently 
 }
 
 
-@pytest.mark.parametrize("page", prose.PAGES)
+@pytest.mark.parametrize("page", spans.PAGES)
 def test_every_marked_span_says_what_its_record_says(page):
     text = (REPO_ROOT / page).read_text()
-    names = {name for name, _ in prose.named_spans(text)}
+    names = {name for name, _ in spans.named_spans(text)}
     assert REQUIRED[page] <= names, f"{page}: missing spans {REQUIRED[page] - names}"
-    for name, body in prose.named_spans(text):
-        assert body == prose.FACTS[name](), f"{page}: <!-- {name} --> is stale: run scripts/fill_records.py"
+    for name, body in spans.named_spans(text):
+        assert body == prose.FACTS[name](), f"{page}: <!-- {name} --> is stale: run python -m tspd fill-records"
 
 
-@pytest.mark.parametrize("page", prose.PAGES)
+def test_the_rewriter_would_change_nothing(capsys):
+    """``fill-records --diff`` on the committed pages: no diff (every span is what its record says)."""
+    from tspd import cli
+    assert cli.main(["fill-records", "--diff"]) == 0 and capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("page", spans.PAGES)
 def test_no_inline_span_starts_a_line(page):
     """A line that starts with an HTML comment is an HTML block in Markdown: the text after the marker would
     show raw (backticks and bold unrendered) and break the paragraph. Inline spans follow other text."""
@@ -40,7 +48,7 @@ def test_no_inline_span_starts_a_line(page):
 
 def _outside_spans(text: str) -> list[str]:
     """The page's prose lines outside marked spans, code blocks and tables."""
-    text = prose.MARK.sub("", text)
+    text = spans.MARK.sub("", text)
     out, code = [], False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
@@ -50,7 +58,7 @@ def _outside_spans(text: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("page", prose.PAGES)
+@pytest.mark.parametrize("page", spans.PAGES)
 def test_no_measured_share_or_gap_outside_a_span(page):
     """A percentage (other than the 95 % of an interval) or a gap in points stated by hand is a number
     no record backs: it belongs in a span or not on the page."""
@@ -59,7 +67,7 @@ def test_no_measured_share_or_gap_outside_a_span(page):
     assert not bad, f"{page}: numbers without a record: {bad}"
 
 
-def test_a_fact_follows_its_record(tmp_path, monkeypatch):
+def test_a_fact_follows_its_record(tmp_path):
     """Change a record and the text changes with it (so the span check above can fail)."""
     ckpt = tmp_path / "m"
     shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("controllers"))
@@ -70,24 +78,23 @@ def test_a_fact_follows_its_record(tmp_path, monkeypatch):
     after = prose.model_lines(str(ckpt))
     assert before != after and f"in {round(0.5 * probes['cf_n'])} of {probes['cf_n']} problems" in after
 
-    record = json.loads((REPO_ROOT / "results" / "lmeval_example.json").read_text())
-    record["runs"]["lm_eval"]["accuracy"] = 0.16
-    monkeypatch.setattr(prose, "_lmeval", lambda: record)
-    assert "`lm_eval` accuracy 0.16" in prose.lmeval_numbers()
+    record = lmeval_example.load()
+    record.runs["lm_eval"] = dataclasses.replace(record.runs["lm_eval"], accuracy=0.16)
+    assert "`lm_eval` accuracy 0.16" in prose.lmeval_numbers(record)
 
 
 def test_a_table_of_another_model_says_which_model_it_is_of():
     from tspd.models.loading import DEFAULT_MODEL
-    assert prose._measured_on({"model": DEFAULT_MODEL, "gen_length": 256}) == ""
-    said = prose._measured_on({"model": "other-model", "gen_length": 64})
+    assert prose._measured_on(DEFAULT_MODEL, 256) == ""
+    said = prose._measured_on("other-model", 64)
     assert "`other-model`, window 64" in said and DEFAULT_MODEL in said
 
 
 def test_filled_rewrites_only_marked_spans_and_refuses_unknown_names():
     text = "a <!-- model-size -->old<!-- /model-size --> b"
-    assert prose.filled(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"
+    assert spans.filled(text) == f"a <!-- model-size -->{prose.model_size()}<!-- /model-size --> b"
     with pytest.raises(KeyError, match="unknown marked span"):
-        prose.filled("<!-- no-such-fact -->x<!-- /no-such-fact -->")
+        spans.filled("<!-- no-such-fact -->x<!-- /no-such-fact -->")
 
 
 def test_the_lines_are_needed_only_where_the_record_shows_a_cost(tmp_path):
@@ -123,28 +130,23 @@ def test_the_regime_summary_says_what_the_regime_record_says(tmp_path):
     assert prose.regime_summary(str(ckpt)) == "its record has no regime figures yet"
 
 
-def test_the_loop_overhead_says_which_settings_meet_their_targets(tmp_path, monkeypatch):
+def test_the_loop_overhead_says_which_settings_meet_their_targets(tmp_path):
     row = dict(policy="tspd", ce=True, forwards_per_call=3.0, target=0.15)
     rows = [dict(row, cache="none", rest_of_forward=0.1, meets_target=True),
             dict(row, cache="dual", rest_of_forward=0.2, meets_target=False),
             dict(row, cache="prefix", rest_of_forward=0.1504, meets_target=False),
             dict(row, policy="credit", ce=False, cache="none", rest_of_forward=0.5, target=None, meets_target=None)]
-    (tmp_path / "bench").mkdir()
-    (tmp_path / "bench" / "loop-x.json").write_text(json.dumps(
+    (tmp_path / "loop-x.json").write_text(json.dumps(
         dict(model="m", gen_length=64, block_length=32, device="a CPU", revision="abc", rows=rows)))
-    monkeypatch.setattr(prose, "RESULTS", tmp_path)
-    said = prose.loop_overhead("loop-x.json")
+    said = prose.loop_overhead("loop-x.json", tmp_path)
     assert "TSPD + CE 10.0 / 20.0 / 15.04 % (none / dual / prefix; target 15 %)" in said and "Credit" not in said
     assert "targets met: TSPD + CE / none; missed: TSPD + CE / dual, TSPD + CE / prefix" in said
 
 
-def test_the_fresh_clone_sentence_gives_the_venv_and_the_tests_apart(tmp_path, monkeypatch):
-    from tspd.book import prose
+def test_the_fresh_clone_sentence_gives_the_venv_and_the_tests_apart():
     rec = {"command": "bash scripts/time_fresh_clone.sh", "revision": "abc1234", "date": "2026-11-27", "device": "AMD EPYC",
            "cores": 2, "load_average_before": 0.1, "venv_seconds": 150, "tests_seconds": 450, "tests_exit": 0,
            "tests_summary": "1090 passed, 2 skipped in 440.0s (0:07:20)", "book_seconds": 240, "shared": False}
-    (tmp_path / "fresh_clone.json").write_text(json.dumps(rec))
-    monkeypatch.setattr(prose, "RESULTS", tmp_path)
-    text = prose.fresh_clone_times()
+    text = prose.fresh_clone_times(fresh_clone.FreshClone(**rec))
     assert "took 7.5 minutes after creating `.venv` (2.5 minutes; 10.0 in all; 1090 passed, 2 skipped" in text
     assert "no `../shared` beside the clone" in text and "4.0 minutes" in text

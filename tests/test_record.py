@@ -1,4 +1,4 @@
-"""Text about a model's accuracy comes from its record (tspd.book.record), on every page."""
+"""Text about a model's accuracy comes from its record (tspd.book.record over tspd.records.train_lm_evals)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tspd.book import record
+from tspd.book import record, spans
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.provenance import REPO_ROOT
 
@@ -21,13 +21,13 @@ def test_the_embedded_models_accuracy_is_its_records_vanilla_row():
     assert f"{100 * lo:.1f}-{100 * hi:.1f} %" in record.accuracy_text(acc)
 
 
-@pytest.mark.parametrize("page", record.MARKED)
+@pytest.mark.parametrize("page", spans.PAGES)
 def test_pages_state_the_accuracy_of_the_record(page):
     text = (REPO_ROOT / page).read_text()
-    spans = record.marked_spans(text)
-    assert spans, f"{page}: no <!-- model-accuracy --> span"
-    assert record.fill(text, record.vanilla_accuracy(DEFAULT_MODEL)) == text, \
-        f"{page} is stale: run scripts/model_accuracy.py"   # the pages state the book's model's accuracy
+    said = [body for name, body in spans.named_spans(text) if name == "model-accuracy"]
+    assert said, f"{page}: no <!-- model-accuracy --> span"
+    assert set(said) == {record.accuracy_text(record.vanilla_accuracy(DEFAULT_MODEL))}, \
+        f"{page} is stale: run python -m tspd fill-records"   # the pages state the book's model's accuracy
 
 
 def test_the_note_follows_the_record(tmp_path):

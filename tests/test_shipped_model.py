@@ -13,6 +13,7 @@ from tspd.eval.tasks import arith
 from tspd.eval.experiments import REPO_ROOT
 from tspd.decoding.loop import generate
 from tspd.models.loading import decode_lengths, resolve_path
+from tspd.records import train_lm_evals
 
 ZOO = resolve_path("tiny-arith")
 
@@ -25,8 +26,8 @@ def test_shipped_checkpoint_was_trained_on_this_version_of_the_task():
 
 
 def test_shipped_training_record_matches_its_evaluation():
-    evals = json.loads((ZOO / "evals.json").read_text())
-    vanilla = next(r for r in evals if r["policy"] == "vanilla" and r.get("tokens_per_step") == 1)
+    vanilla = next(r for r in train_lm_evals.load("tiny-arith")
+                   if r["policy"] == "vanilla" and r.get("tokens_per_step") == 1)
     assert vanilla["n"] == arith.SPLIT_SIZES["test"]
     record = (ZOO / "TRAINING.md").read_text()
     assert f"{vanilla['accuracy']:.1%} ({vanilla['correct']}/{vanilla['n']}" in record
@@ -39,7 +40,7 @@ def test_shipped_model_has_learned_what_its_record_says():
     lines, right finals; TRAINING.md's sweep) lie inside this sample's 99 % Wilson intervals, so the weights
     are the ones the record measured, and at most two finals are wrong."""
     from tspd.eval.results import wilson
-    record = next(r for r in json.loads((ZOO / "evals.json").read_text())
+    record = next(r for r in train_lm_evals.load("tiny-arith")
                   if r["policy"] == "vanilla" and r.get("tokens_per_step") == 1)
     model = load_model("tiny-arith")
     problems = arith.load_split("test", 32)

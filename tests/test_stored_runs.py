@@ -1,7 +1,7 @@
 """Committed run files (``results/runs``, ``results/controller_table``) must be what the current code decodes.
 
 The notebooks read their runs back from ``results/runs`` instead of recomputing them, and the README's
-controller table (``scripts/controller_table.py``) is made from the runs in ``results/controller_table``.
+controller table (``python -m tspd controller-table``) is made from the runs in ``results/controller_table``.
 A change to the decoder, a controller or the checkpoint that alters what a run would produce must
 therefore show up here: for several committed runs (different controllers, CE and caches) the first
 samples are recomputed with the current code and must give exactly the stored text and NFE.
@@ -18,7 +18,7 @@ from tspd.eval.experiments import REPO_ROOT, RunConfig
 from tspd.models.loading import ZOO
 
 RUNS = REPO_ROOT / "results" / "runs"
-TABLE = REPO_ROOT / "results" / "controller_table"   # the runs of scripts/controller_table.py
+TABLE = REPO_ROOT / "results" / "controller_table"   # the runs of python -m tspd controller-table
 EMBEDDED = {p.name for p in ZOO.iterdir() if p.is_dir()}   # the models of tspd/zoo, by name
 N = 2   # samples recomputed per run
 # the controller table's runs recomputed: each controller once, every cache mode and both CE settings
@@ -82,7 +82,7 @@ def table_picks() -> list:
     """``(kind, sidecar or None)`` for each of :data:`TABLE_PICKS`; one skipped case before the table exists."""
     if not TABLE.is_dir():
         return [pytest.param(None, None, marks=pytest.mark.skip(
-            reason=f"{TABLE} not computed yet (scripts/controller_table.py)"))]
+            reason=f"{TABLE} not computed yet (python -m tspd controller-table)"))]
     by_kind = {}
     for m in _metas(TABLE):
         by_kind.setdefault((m["config"]["policy"], m["config"]["ce"], m["config"]["cache"]), m)
@@ -92,7 +92,7 @@ def table_picks() -> list:
 
 @pytest.mark.parametrize("kind, meta", table_picks())
 def test_controller_table_run_reproduces(kind, meta, tmp_path):
-    assert meta is not None, f"{TABLE} has no run of {kind}: rerun scripts/controller_table.py"
+    assert meta is not None, f"{TABLE} has no run of {kind}: rerun python -m tspd controller-table"
     assert mismatches(meta, TABLE, tmp_path) == []
 
 

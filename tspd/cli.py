@@ -20,9 +20,14 @@ COMMANDS = {
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
     "bench-loop": ("tspd.bench.loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
     "regime": ("tspd.eval.regime_record", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
+    "controller-table": ("tspd.book.controller_table", "the README's controller table: every controller, CE and cache"),
+    "cache-agreement": ("tspd.eval.cache_agreement_table", "where cached decodings part from their no-cache twin"),
+    "lmeval-example": ("tspd.eval.lmeval_example", "run the README's lm-eval example and store what it measured"),
+    "fill-records": ("tspd.book.spans", "rewrite the README's and the book's marked spans from the records"),
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
-THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-loop", "regime")
+THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-loop", "regime",
+            "controller-table", "cache-agreement")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

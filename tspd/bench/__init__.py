@@ -26,14 +26,11 @@ time >= max(FLOPs / peak_flops, bytes moved / peak_bandwidth).
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import shlex
 import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import torch
 
@@ -324,21 +321,14 @@ def invocation(command: str) -> str:
     return f"python -m tspd {command} " + shlex.join(argv)
 
 
-def write_results(result: dict, template: str) -> Path:
-    """Write ``result`` as JSON to ``template``, its ``{device}`` replaced by the device's name as a slug."""
-    out = Path(template.replace("{device}", re.sub(r"[^A-Za-z0-9.-]+", "-", result["device"]).strip("-")))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    return out
-
-
-def run_command(args, command: str, measure_fn) -> int:
-    """A bench command: ``measure_fn(args, its command line)``, written to ``--out`` when given."""
+def run_command(args, command: str, measure_fn, save) -> int:
+    """A bench command: ``measure_fn(args, its command line)``, stored by ``save`` at ``--out`` when given."""
     result = measure_fn(args, invocation(command))
     if args.out:
-        print(f"wrote {write_results(result, args.out)}")
+        print(f"wrote {save(result, args.out)}")
     return 0
 
 
 def main(args) -> int:
-    return run_command(args, "bench-step", measure)
+    from tspd.records import bench_step
+    return run_command(args, "bench-step", measure, bench_step.save)

@@ -197,4 +197,5 @@ def measure(args, command: str, log=print) -> dict:
 
 
 def main(args) -> int:
-    return run_command(args, "bench-loop", measure)
+    from tspd.records import bench_loop
+    return run_command(args, "bench-loop", measure, bench_loop.save)

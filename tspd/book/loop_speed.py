@@ -9,7 +9,6 @@ where it has one) and the split of the step's own work by phase. :func:`loop_row
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 # the step's own work by phase, as bench-loop names it, and the column each is shown under
@@ -17,9 +16,10 @@ PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "co
                  "ce": "CE (%)"}
 
 
-def loop_results(directory: str | Path) -> list[tuple[Path, dict]]:
-    """Every ``loop-*.json`` under ``directory`` (written by ``bench-loop --out``), by file name."""
-    return [(p, json.loads(p.read_text())) for p in sorted(Path(directory).glob("loop-*.json"))]
+def loop_results(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
+    """Every bench-loop file under ``directory`` (default the committed ones, :mod:`tspd.records.bench_loop`)."""
+    from tspd.records import bench_loop
+    return bench_loop.load_dicts(directory)
 
 
 def share_text(x: float, target: float | None) -> str:

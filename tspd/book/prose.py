@@ -1,30 +1,26 @@
 """Text from records: every measured number the README and the book's pages state in prose.
 
-A page marks such text as ``<!-- NAME -->...<!-- /NAME -->``; :data:`FACTS` maps each NAME to the
-function that writes the text from the stored record that holds its numbers (a checkpoint's
-``evals.json`` / ``probes.json``, ``results/claims``, the 500-problem controller table's runs,
-``results/cache_agreement.json``, ``results/lmeval_example.json``, ``results/bench``). ``python scripts/fill_records.py``
-rewrites every marked span of :data:`PAGES` from the records (:func:`rewrite`); ``tests/test_prose.py`` fails when a
-span says anything else, so a stated number cannot drift from its record. Accuracy differences are
-stated with n and a 95 % interval (paired bootstrap over the same problems, :mod:`tspd.book.claims`);
-accuracies with n and a Wilson interval.
+Each function is a sentence template over a typed record of :mod:`tspd.records` (a checkpoint's
+``evals.json`` / ``probes.json`` / ``regime.json``, the 500-problem controller table and its runs, cache
+agreement, the lm-eval example, the fresh-clone times, the bench files) or the claims' verdicts
+(:mod:`tspd.book.claims`); :data:`FACTS` names the one a page's ``<!-- NAME -->`` span holds, and
+``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes them. Accuracy differences are stated with
+n and a 95 % interval (paired bootstrap over the same problems); accuracies with n and a Wilson interval.
 """
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Callable
 
 from tspd.book.loop_speed import share_text
-from tspd.book.record import accuracy_text, vanilla_accuracy
-from tspd.eval.results import ResultsFile, wilson
-from tspd.models.loading import DEFAULT_MODEL
-from tspd.provenance import REPO_ROOT
+from tspd.book.record import accuracy_text
+from tspd.eval.results import wilson
+from tspd.models.loading import DEFAULT_MODEL, resolve_path
+from tspd.records import (bench_loop, bench_step, cache_agreement as agreement_record, controller_table,
+                          fresh_clone, lmeval_example, regime, train_lm_evals, train_lm_probes)
+from tspd.records.files import shown
 
-RESULTS = REPO_ROOT / "results"
-PAGES = ("README.md", "book/intro.md")
-MARK = re.compile(r"<!-- ([a-z0-9-]+) -->(.*?)<!-- /\1 -->", re.S)
 POLICY_NAMES = {"vanilla": "vanilla", "fast-dllm": "Fast-dLLM", "credit": "Credit Decoding", "prophet": "Prophet",
                 "learn2pd": "Learn2PD", "tspd": "TSPD"}
 
@@ -50,25 +46,29 @@ def _with_interval(correct: int, n: int) -> str:
     return f"{100 * correct / n:.1f} % (95 % interval {100 * lo:.1f}-{100 * hi:.1f} %, n = {n})"
 
 
+def _measured_on(model: str | None, gen_length: int | None = None) -> str:
+    """Nothing when a stored table is of the book's model, else which model and window it is of (a switch of
+    the book's model lands before its 500-problem tables are measured again)."""
+    if (model or DEFAULT_MODEL) == DEFAULT_MODEL:
+        return ""
+    window = f", window {gen_length}" if gen_length else ""
+    return f"measured on `{model}`{window}, not on the book's `{DEFAULT_MODEL}`"
+
+
 # ------------------------------------------------------------------------------------------------
-# The embedded model: its own records (evals.json, probes.json, config.json, weights)
+# The embedded model: its own records (evals.json, probes.json; its config.json and weights)
 # ------------------------------------------------------------------------------------------------
 def model_accuracy(model: str = DEFAULT_MODEL) -> str:
-    acc = vanilla_accuracy(model)
+    acc = train_lm_evals.vanilla_accuracy(model)
     if acc is None:
-        raise ValueError(f"{model} has no evals.json with a vanilla 1-token-per-step row")
+        raise ValueError(f"{model} has no {train_lm_evals.FILENAME} with a vanilla 1-token-per-step row")
     return accuracy_text(acc)
-
-
-def _model_dir(model: str) -> Path:
-    from tspd.models.loading import resolve_path
-    return Path(resolve_path(model))
 
 
 def model_size(model: str = DEFAULT_MODEL) -> str:
     """``0.55M parameters in 2 blocks`` (counted from the safetensors headers, blocks from config.json)."""
     from safetensors import safe_open
-    path = _model_dir(model)
+    path = Path(resolve_path(model))
     params = 0
     for f in sorted(path.glob("*.safetensors")):
         with safe_open(str(f), "pt") as st:
@@ -95,14 +95,13 @@ def model_lines(model: str = DEFAULT_MODEL) -> str:
 def _lines(model: str) -> tuple[str, bool]:
     """:func:`model_lines`'s text and whether it says the model needs its lines.
 
-    Each part comes from its record where the record has it (``probes.json``: the counterfactual copy and
-    the one-forward final; ``evals.json``: vanilla at several tokens per step); a part without its record
-    is left out. A cost is said only of a part whose 95 % interval lies below vanilla's accuracy.
+    Each part comes from its record where the record has it (the probes: the counterfactual copy and the
+    one-forward final; the sweep: vanilla at several tokens per step); a part without its record is left
+    out. A cost is said only of a part whose 95 % interval lies below vanilla's accuracy.
     """
-    path = _model_dir(model)
-    probes = json.loads((path / "probes.json").read_text()) if (path / "probes.json").is_file() else {}
-    evals = json.loads((path / "evals.json").read_text()) if (path / "evals.json").is_file() else []
-    vanilla = vanilla_accuracy(model)
+    probes = train_lm_probes.load(model)
+    steps = train_lm_evals.vanilla_steps(model)
+    vanilla = train_lm_evals.vanilla_accuracy(model)
     out = []
     if probes.get("cf_n") and probes.get("cf_next_copied") is not None:
         cf_n = int(probes["cf_n"])
@@ -114,8 +113,6 @@ def _lines(model: str) -> tuple[str, bool]:
         one, n = round(probes["one_pass_final"] * probes["n"]), int(probes["n"])
         parts.append(f"one forward with the whole answer window masked gets the final right for {_with_interval(one, n)}")
         costs.append(vanilla is not None and _below(one, n, vanilla.share))
-    steps = sorted((r for r in evals if r.get("policy") == "vanilla" and (r.get("tokens_per_step") or 1) > 1),
-                   key=lambda r: -r["tokens_per_step"])
     if steps and vanilla is not None:
         rows = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
         cost = any(_below(r["correct"], r["n"], vanilla.share) for r in steps)
@@ -126,10 +123,10 @@ def _lines(model: str) -> tuple[str, bool]:
     if parts:
         lead = "It needs those lines: " if needs else "It does not need them to be right: "
         out.append(lead + ", and ".join(parts) if out else ", and ".join(parts))
-    source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
     if not out:
         return "its record has no probes yet", False
-    return ". ".join(out) + f" (`{source}/evals.json`, `probes.json`)", needs
+    source = shown(resolve_path(model))
+    return ". ".join(out) + f" (`{source}/{train_lm_evals.FILENAME}`, `{train_lm_probes.FILENAME}`)", needs
 
 
 # ------------------------------------------------------------------------------------------------
@@ -185,28 +182,8 @@ def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> s
 
 
 # ------------------------------------------------------------------------------------------------
-# The 500-problem controller table (results/embedded_controllers.json and its runs)
+# The 500-problem controller table (tspd.records.controller_table)
 # ------------------------------------------------------------------------------------------------
-def _table() -> dict:
-    return json.loads((RESULTS / "embedded_controllers.json").read_text())
-
-
-def _measured_on(result: dict) -> str:
-    """Nothing when a stored table is of the book's model, else which model and window it is of (a switch of
-    the book's model lands before its 500-problem tables are measured again)."""
-    if result.get("model", DEFAULT_MODEL) == DEFAULT_MODEL:
-        return ""
-    window = f", window {result['gen_length']}" if result.get("gen_length") else ""
-    return f"measured on `{result['model']}`{window}, not on the book's `{DEFAULT_MODEL}`"
-
-
-def _runs(table: dict) -> dict[tuple, dict[str, dict]]:
-    """(controller, ce, cache) -> {problem id: row} of each run of the table."""
-    folder = RESULTS / "controller_table"
-    return {(r["controller"], r["ce"], r["cache"]): {x["id"]: x for x in ResultsFile(folder / f"{r['key']}.jsonl").load()}
-            for r in table["rows"]}
-
-
 class _Series:
     """A run's rows in a fixed problem order, shaped as the claims' bootstrap takes them."""
 
@@ -215,12 +192,11 @@ class _Series:
         self.key = ""
 
 
-def controller_comparisons(seed: int = 0) -> str:
+def controller_comparisons(seed: int = 0, table: controller_table.ControllerTable | None = None) -> str:
     """Paired comparisons on the table's problems, as a Markdown table: each adaptive controller without a
     cache against vanilla (accuracy), against TSPD + CE (forwards), CE's effect, and each cache's cost."""
     from tspd.book.claims.runs import fewer_forwards, more_accurate
-    table = _table()
-    runs = _runs(table)
+    runs = (table or controller_table.load()).runs()
     ids = sorted(set.intersection(*(set(r) for r in runs.values())))
     series = {k: _Series(v, ids) for k, v in runs.items()}
 
@@ -228,68 +204,60 @@ def controller_comparisons(seed: int = 0) -> str:
         name = _decoder_name(k[0], k[1])
         return name + ("" if k[2] == "none" else f", {k[2]} cache")
 
-    ours = ("tspd", True, "none")
-    vanilla = ("vanilla", False, "none")
-    found = []
+    def compare(how, a, b):
+        return how({label(a): series[a], label(b): series[b]}, label(a), label(b), seed=seed)
+
+    ours, vanilla, plain = ("tspd", True, "none"), ("vanilla", False, "none"), ("tspd", False, "none")
     adaptive = [k for k in series if k[2] == "none" and not k[1] and k[0] not in ("vanilla", "tspd")]
-    for k in [ours, *adaptive]:
-        found.append(more_accurate({label(k): series[k], label(vanilla): series[vanilla]}, label(k), label(vanilla),
-                                   seed=seed))
-    for k in adaptive:
-        found.append(fewer_forwards({label(k): series[k], label(ours): series[ours]}, label(ours), label(k), seed=seed))
-    plain = ("tspd", False, "none")
+    found = [compare(more_accurate, k, vanilla) for k in [ours, *adaptive]]
+    found += [compare(fewer_forwards, ours, k) for k in adaptive]
     if plain in series:
-        found.append(fewer_forwards({label(ours): series[ours], label(plain): series[plain]}, label(ours), label(plain),
-                                    seed=seed))
-    for k in [k for k in series if k[2] != "none" and (k[1] == (k[0] == "tspd"))]:
-        base = (k[0], k[1], "none")
-        found.append(more_accurate({label(k): series[k], label(base): series[base]}, label(k), label(base), seed=seed))
+        found.append(compare(fewer_forwards, ours, plain))
+    found += [compare(more_accurate, k, (k[0], k[1], "none"))
+              for k in series if k[2] != "none" and (k[1] == (k[0] == "tspd"))]
     lines = ["| comparison (paired, same problems) | value | 95 % interval | n |", "|---|---|---|---|"]
     lines += [f"| {f.quantity} | {f.value:.2f} | {f.lo:.2f} to {f.hi:.2f} | {f.n} |" for f in found]
     return "\n" + "\n".join(lines) + "\n"
 
 
-def controller_overview() -> str:
+def controller_overview(table: controller_table.ControllerTable | None = None) -> str:
     """The book introduction's sentence on the controllers, from the table's rows (n, forwards, accuracy)."""
-    table = _table()
-    rows = {(r["controller"], r["ce"], r["cache"]): r for r in table["rows"]}
+    table = table or controller_table.load()
+    rows = table.by_setting()
     van = rows[("vanilla", False, "none")]
     keep = [rows[k] for k in [("tspd", True, "none"), ("fast-dllm", False, "none"), ("credit", False, "none"),
                               ("learn2pd", False, "none")] if k in rows]
     dual = [rows[(r["controller"], r["ce"], "dual")] for r in keep if (r["controller"], r["ce"], "dual") in rows]
-    other = _measured_on(table)
+    other = _measured_on(table.model, table.gen_length)
     return (f"without a KV cache, TSPD + CE, Fast-dLLM, Credit Decoding and Learn2PD need "
             f"{span_of([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
             f"{span_of([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
-            f"and with the dual cache {span_of([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table['n']} each, "
+            f"and with the dual cache {span_of([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table.n} each, "
             f"the README's controller table" + (f"; {other}" if other else "") + ")")
 
 
 # ------------------------------------------------------------------------------------------------
-# Cache agreement (results/cache_agreement.json)
+# Cache agreement (tspd.records.cache_agreement)
 # ------------------------------------------------------------------------------------------------
-def cache_agreement() -> str:
-    result = json.loads((RESULTS / "cache_agreement.json").read_text())
-    rows = result["rows"]
-    by_policy: dict[str, list[dict]] = {}
-    for r in rows:
-        by_policy.setdefault(r["policy"], []).append(r)
+def cache_agreement(result: agreement_record.CacheAgreement | None = None) -> str:
+    result = result or agreement_record.load()
+    rows = result.rows
     keeps = "; ".join(f"{POLICY_NAMES.get(p, p)} on " + " and ".join(f"{_pct(r['same_answer'])} ({r['cache']})" for r in rs)
-                      for p, rs in by_policy.items())
+                      for p, rs in result.by_policy().items())
     parted = sum(r["parted"] for r in rows)
     near = sum(r.get("near_tie", 0) for r in rows)
     late = [r for r in rows if r["policy"] == "vanilla"]
-    other = _measured_on(result)
+    other = _measured_on(result.model)
     when = (f" Vanilla's partings come a median {span_of([r['median_step_in_block'] for r in late], '.0f')} forwards "
             f"after the start of their block." if late else "")
-    return (f"The no-cache answer is kept by {keeps} of the {result['n']} problems. At the first parting the "
+    return (f"The no-cache answer is kept by {keeps} of the {result.n} problems. At the first parting the "
             f"no-cache run's top-1/top-2 margin (slack) has a median of {span_of([r['median_slack'] for r in rows], '.2f')} and the cache "
             f"moved the top-1 confidences by a median of {span_of([r['median_shift'] for r in rows], '.2f')} (shift); {near} of {parted} "
             f"partings are near-ties.{when}" + (f" These figures were {other}." if other else ""))
 
 
 # ------------------------------------------------------------------------------------------------
-# The book model's regime record (<model>/regime.json, tspd.eval.regime_record)
+# The book model's regime record (tspd.records.regime, tspd.eval.regime_record)
 # ------------------------------------------------------------------------------------------------
 _DECODERS = {"vanilla": "vanilla", "fast": "Fast-dLLM", "tspd_ce": "TSPD + CE"}
 
@@ -299,11 +267,10 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
     which of the regime targets it meets (:data:`tspd.eval.regime_record.REGIME_TARGETS`): a bound is met when the whole
     95 % interval is on its side."""
     from tspd.eval.regime_record import targets
-    path = _model_dir(model) / "regime.json"
-    if not path.is_file():
+    rec = regime.load(model)
+    if rec is None:
         return "its record has no regime figures yet"
-    record = json.loads(path.read_text())
-    found = targets(record)
+    found = targets(rec.data)
     ival = lambda t: "" if t["lo"] == t["hi"] else f" ({t['lo']:.1f} to {t['hi']:.1f})"  # noqa: E731
     theirs = lambda t: f" [{t['anchor'][0]:g}]" if t["anchor"] else ""  # noqa: E731
     parts, verdicts = [], []     # verdicts: (target's words, met, point met)
@@ -330,7 +297,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
             window = t["window"]
             words = f"vanilla at {window} within {t['bound']:g} points"
             parts.append(f"vanilla at {window} tokens loses {t['value']:.1f} points{ival(t)} against the same "
-                         f"{record['rows'][f'vanilla_{window}']['n']} problems at {record['gen_length']}{theirs(t)}")
+                         f"{rec.rows[f'vanilla_{window}']['n']} problems at {rec.gen_length}{theirs(t)}")
         verdicts.append((words, t["met"], t["point_met"]))
     for cache, costs in by_cache.items():
         parts.append(f"the {cache} cache costs " + ", ".join(f"{who} {t['value']:.1f}{ival(t)}{theirs(t)}"
@@ -341,92 +308,86 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
                          not missed, all(t["point_met"] for _, t in costs)))
     met = [w for w, ok, _ in verdicts if ok]
     missed = [w + (" (its point estimate is within)" if point else "") for w, ok, point in verdicts if not ok]
-    source = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    return (f"window {record['gen_length']} / block {record['block_length']}, n = {record['config']['n']} unless said, "
+    return (f"window {rec.gen_length} / block {rec.block_length}, n = {rec.n} unless said, "
             f"95 % paired intervals, LLaDA-8B-Instruct's own figures in brackets: " + "; ".join(parts)
-            + f". Targets met: {'; '.join(met) or 'none'}. Missed: {'; '.join(missed) or 'none'} (`{source}`)")
+            + f". Targets met: {'; '.join(met) or 'none'}. Missed: {'; '.join(missed) or 'none'} (`{shown(rec.path)}`)")
+
 
 # ------------------------------------------------------------------------------------------------
-# The README's lm-eval example (results/lmeval_example.json)
+# The README's lm-eval example, the fresh-clone times, the bench files
 # ------------------------------------------------------------------------------------------------
-def _lmeval() -> dict:
-    return json.loads((RESULTS / "lmeval_example.json").read_text())
-
-
-def lmeval_numbers() -> str:
-    rec = _lmeval()
-    got = {name: (r["accuracy"], r["nfe"], r["tpf"]) for name, r in rec["runs"].items()}
+def lmeval_numbers(rec: lmeval_example.LmevalExample | None = None) -> str:
+    rec = rec or lmeval_example.load()
+    got = {name: (r.accuracy, r.nfe, r.tpf) for name, r in rec.runs.items()}
     text = lambda v: f"accuracy {v[0]:.2f}, NFE {v[1]:.2f} and TPF {v[2]:.1f} per problem"  # noqa: E731
     if len(set(got.values())) == 1:
-        return f"on {rec['limit']} problems all three give {text(next(iter(got.values())))}"
-    return f"on {rec['limit']} problems: " + "; ".join(f"`{n}` {text(v)}" for n, v in got.items())
+        return f"on {rec.limit} problems all three give {text(next(iter(got.values())))}"
+    return f"on {rec.limit} problems: " + "; ".join(f"`{n}` {text(v)}" for n, v in got.items())
 
 
-def lmeval_times() -> str:
-    rec = _lmeval()
-    secs = {name: r["seconds"] for name, r in rec["runs"].items()}
-    return (f"On the 2-core CPU ({rec['device']}, 1-minute load average {rec['load_average']} from other work, "
-            f"{rec['date']}) the first command took {secs['lm_eval']:.1f} s for {rec['limit']} problems, the second "
+def lmeval_times(rec: lmeval_example.LmevalExample | None = None) -> str:
+    rec = rec or lmeval_example.load()
+    secs = {name: r.seconds for name, r in rec.runs.items()}
+    return (f"On the 2-core CPU ({rec.device}, 1-minute load average {rec.load_average} from other work, "
+            f"{rec.date}) the first command took {secs['lm_eval']:.1f} s for {rec.limit} problems, the second "
             f"{secs['tspd.lmeval']:.1f} s, `python -m tspd eval` {secs['tspd eval']:.1f} s "
-            f"(`{rec['command']}`, `results/lmeval_example.json`)")
+            f"(`{rec.command}`, `{lmeval_example.SHOWN}`)")
 
 
-def fresh_clone_times() -> str:
+def fresh_clone_times(rec: fresh_clone.FreshClone | None = None) -> str:
     """The README's two commands, timed from a fresh clone (``scripts/time_fresh_clone.sh``)."""
-    rec = json.loads((RESULTS / "fresh_clone.json").read_text())
-    return (f"From a fresh clone at {rec['revision']} on a {rec['cores']}-core {rec['device']} ({rec['date']}, 1-minute "
-            f"load average {rec['load_average_before']} before it), the tests "
-            + (f"took {rec['tests_seconds'] / 60:.1f} minutes after creating `.venv` ({rec['venv_seconds'] / 60:.1f} "
-               f"minutes; {(rec['venv_seconds'] + rec['tests_seconds']) / 60:.1f} in all; "
-               f"{rec['tests_summary'].split(' in ')[0]}" if "venv_seconds" in rec else
-               f"took {rec['tests_seconds'] / 60:.1f} minutes ({rec['tests_summary'].split(' in ')[0]}; creating `.venv` included")
-            + ("; no `../shared` beside the clone, so the tests that read it skipped" if rec.get("shared") is False else "")
+    rec = rec or fresh_clone.load()
+    summary = rec.tests_summary.split(" in ")[0]
+    if rec.venv_seconds is not None:
+        tests = (f"took {rec.tests_seconds / 60:.1f} minutes after creating `.venv` ({rec.venv_seconds / 60:.1f} "
+                 f"minutes; {(rec.venv_seconds + rec.tests_seconds) / 60:.1f} in all; {summary}")
+    else:
+        tests = f"took {rec.tests_seconds / 60:.1f} minutes ({summary}; creating `.venv` included"
+    return (f"From a fresh clone at {rec.revision} on a {rec.cores}-core {rec.device} ({rec.date}, 1-minute "
+            f"load average {rec.load_average_before} before it), the tests " + tests
+            + ("; no `../shared` beside the clone, so the tests that read it skipped" if rec.shared is False else "")
             + ") and the "
-            f"main job, run next in the same clone, {rec['book_seconds'] / 60:.1f} minutes "
-            f"(`{rec['command']}`, `results/fresh_clone.json`)")
+            f"main job, run next in the same clone, {rec.book_seconds / 60:.1f} minutes "
+            f"(`{rec.command}`, `{fresh_clone.SHOWN}`)")
 
 
-def gpu_speed(device: str = "NVIDIA-H200") -> str:
-    """The first GPU measurement at LLaDA-8B's shape, batch 1 (``results/gpu/<device>.json``), against
+def gpu_speed(device: str = "NVIDIA-H200", rec: bench_step.BenchStep | None = None) -> str:
+    """The first GPU measurement at LLaDA-8B's shape, batch 1 (``python -m tspd bench-step``), against
     issue 36's goals for one H100: dual-cache step <= 8 ms, full forward <= 28 ms, controller + CE < 1 %."""
-    rec = json.loads((RESULTS / "gpu" / f"{device}.json").read_text())
-    row = next(r for r in rec["rows"] if r["batch"] == 1)
+    rec = rec or bench_step.load(device)
+    row = rec.batch(1)
     ms = lambda step: f"{1e3 * row[step]['seconds']:.2f} ms"   # noqa: E731
     fast = [g["control_fraction_of_forward"] for k, g in row["generate"].items() if k.endswith("/dual/fast")]
     same = all(p["same_tokens"] and p["same_nfe"] for k, p in row["parity"].items() if "/" in k)
-    return (f"at LLaDA-8B's shape, {rec['dtype']}, batch 1, prompt {row['prompt']} + {row['gen']}, block "
-            f"{row['block']}, on the {rec['device']} the fast path's dual-cache step takes {ms('dual_step_fast')} (eager "
+    return (f"at LLaDA-8B's shape, {rec.dtype}, batch 1, prompt {row['prompt']} + {row['gen']}, block "
+            f"{row['block']}, on the {rec.device} the fast path's dual-cache step takes {ms('dual_step_fast')} (eager "
             f"{ms('dual_step')}: {row['dual_step']['kernels']:,} kernel launches a step) and the full forward "
             f"{ms('full_forward_fast')} (roofline floor {1e3 * row['full_forward']['floor_seconds']:.2f} ms); the fast path "
             f"decodes {'the same' if same else 'NOT the same'} tokens with the same NFE as the eager loop for "
             f"{', '.join(k.split('/')[0] for k in row['parity'] if '/' in k)} with the dual cache; controller + CE take "
-            f"{span_of([100 * f for f in fast], '.1f')} % of a fast-path forward (`results/gpu/{device}.json`)")
+            f"{span_of([100 * f for f in fast], '.1f')} % of a fast-path forward "
+            f"(`{shown(bench_step.DIRECTORY) / rec.name}`)")
 
 
-def loop_overhead(name: str | None = None) -> str:
+def loop_overhead(name: str | None = None, directory: str | Path | None = None) -> str:
     """What a decoding step costs beyond its forward (``python -m tspd bench-loop``): for each committed
-    ``results/bench/loop-*.json`` (or the one ``name``), each setting that has a target (issue 34's, stored
-    in each row), without / with the prefix / dual cache."""
-    names = [name] if name else sorted(p.name for p in (RESULTS / "bench").glob("loop-*.json"))
-    return "; and ".join(_loop_file(n) for n in names)
+    bench-loop file (or the one ``name``), each setting that has a target (issue 34's, stored in each row),
+    without / with the prefix / dual cache."""
+    names = [name] if name else bench_loop.names(directory)
+    return "; and ".join(_loop_file(bench_loop.load(n, directory)) for n in names)
 
 
-def _loop_file(name: str) -> str:
-    rec = json.loads((RESULTS / "bench" / name).read_text())
-    groups: dict[tuple, list[dict]] = {}
-    for r in rec["rows"]:
-        if r.get("target") is not None:
-            groups.setdefault((r["policy"], r["ce"]), []).append(r)
+def _loop_file(rec: bench_loop.BenchLoop) -> str:
     parts, met, missed = [], [], []
-    for (policy, ce), rows in groups.items():
+    for (policy, ce), rows in rec.target_groups().items():
         label = _decoder_name(policy, ce)
         shares = " / ".join(share_text(r["rest_of_forward"], r["target"]) for r in rows)
         parts.append(f"{label} {shares} % ({' / '.join(r['cache'] for r in rows)}; target {100 * rows[0]['target']:.0f} %)")
         for r in rows:
             (met if r["meets_target"] else missed).append(f"{label} / {r['cache']}")
-    return (f"on `{rec['model']}` at gen {rec['gen_length']} / block {rec['block_length']}, batch 1, {rec['device']}, "
+    return (f"on `{rec.model}` at gen {rec.gen_length} / block {rec.block_length}, batch 1, {rec.device}, "
             f"everything but the forward costs {'; '.join(parts)} of a forward; targets met: {', '.join(met) or 'none'}; "
-            f"missed: {', '.join(missed) or 'none'} (`results/bench/{name}`, revision {rec['revision']})")
+            f"missed: {', '.join(missed) or 'none'} (`{shown(bench_loop.DIRECTORY) / rec.name}`, revision {rec.revision})")
 
 
 FACTS: dict[str, Callable[[], str]] = {
@@ -446,42 +407,6 @@ FACTS: dict[str, Callable[[], str]] = {
 }
 
 
-def named_spans(text: str) -> list[tuple[str, str]]:
-    """(name, text) of every marked span of a page."""
-    return [(m.group(1), m.group(2)) for m in MARK.finditer(text)]
-
-
-def filled(text: str, names: set[str] | None = None, cache: dict | None = None) -> str:
-    """``text`` with every marked span (or those of ``names``) rewritten from its record."""
-    cache = {} if cache is None else cache
-
-    def sub(m):
-        name = m.group(1)
-        if names is not None and name not in names:
-            return m.group(0)
-        if name not in FACTS:
-            raise KeyError(f"unknown marked span <!-- {name} -->; known: {', '.join(FACTS)}")
-        if name not in cache:
-            cache[name] = FACTS[name]()
-        return f"<!-- {name} -->{cache[name]}<!-- /{name} -->"
-
-    return MARK.sub(sub, text)
-
-
-def rewrite(pages: tuple[str, ...] = PAGES) -> list[str]:
-    """Rewrite the marked spans of ``pages`` (paths under the repository); the pages that changed."""
-    changed, cache = [], {}
-    for name in pages:
-        path = REPO_ROOT / name
-        text = path.read_text()
-        new = filled(text, cache=cache)
-        if new != text:
-            path.write_text(new)
-            changed.append(name)
-    return changed
-
-
-__all__ = ["FACTS", "PAGES", "MARK", "named_spans", "filled", "rewrite", "model_accuracy", "model_size", "model_lines",
-           "verdict_context",
-           "claims_summary", "controller_comparisons", "controller_overview", "cache_agreement", "lmeval_numbers",
-           "lmeval_times"]
+__all__ = ["FACTS", "model_accuracy", "model_size", "model_lines", "verdict_context", "claims_summary",
+           "controller_comparisons", "controller_overview", "cache_agreement", "regime_summary", "lmeval_numbers",
+           "lmeval_times", "fresh_clone_times", "gpu_speed", "loop_overhead"]

@@ -13,6 +13,7 @@ from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig
 from tspd.eval.regime_record import measure, targets
 from tspd.eval.results import wilson
 from tspd.provenance import device_name, git_revision
+from tspd.records import regime as regime_file
 from tspd.validate import UsageError
 
 
@@ -37,7 +38,7 @@ def regime_record(model: str, n: int = 500, long_n: int = 100, long_windows: tup
                          f"leave gen_length and block_length at 0 (the longer windows are long_windows)")
     cfg = RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or (2 * spec["gen_length"],),
                        batch=batch, tspd_ce=(path / "controllers" / "tspd.json").is_file())
-    out = path / "regime.json"
+    out = regime_file.path_of(path)
     lm = load_model(checkpoint, device=device, dtype=dtype or None)
     command = shlex.join(["python", "-m", "tspd", "regime", "--model", str(model), "--n", str(n), "--long-n",
                           str(long_n), "--long-windows", ",".join(map(str, cfg.long_windows))])

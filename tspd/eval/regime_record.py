@@ -21,6 +21,7 @@ from tspd.eval.regime import ANCHORS, FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeCon
 from tspd.eval.results import wilson
 from tspd.models.loading import DEFAULT_MODEL, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
+from tspd.records import regime
 from tspd.validate import UsageError
 
 SECTION = "## Regime record"
@@ -190,7 +191,7 @@ def main(args: argparse.Namespace) -> int:
             "git": git_revision() or "unknown", "device": device_name(model.device), "model": str(args.model),
             "weights": weights_hash(checkpoint), "task": spec["name"], "gen_length": spec["gen_length"],
             "block_length": spec["block_length"]}
-    out = Path(args.out) if args.out else path / "regime.json"
+    out = Path(args.out) if args.out else regime.path_of(path)
     record = measure(model, task, cfg, out, meta, log=lambda s: print(s, flush=True))
     write_section(path / "TRAINING.md", markdown(record))
     for t in targets(record):

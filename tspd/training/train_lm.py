@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from tspd.models.loading import LoadedModel, special_tokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.options import from_args
 from tspd.provenance import device_name, git_revision
+from tspd.records import train_lm_evals
 from tspd.training.lm.config import LMTrainConfig, add_arguments, command_line
 from tspd.training.lm.data import make_tokenizer
 from tspd.training.lm.stream import BatchStream
@@ -228,7 +228,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     info["probes"] = final_probes(out, cfg)
     info["status"] = "finished"
     write_training_md(out, info)
-    (out / "evals.json").write_text(json.dumps(info["evals"], indent=1) + "\n")
+    train_lm_evals.save(out, info["evals"])
     return info
 
 
@@ -276,7 +276,7 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
                 f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
         if probed:
             f.write("\n" + "\n".join(probe_table(probed, cfg.task)))
-    (out / "evals.json").write_text(json.dumps(evals, indent=1) + "\n")
+    train_lm_evals.save(out, evals)
     return evals
 
 

@@ -8,7 +8,6 @@ step loses accuracy), resumably.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headl
 from tspd.eval.tasks import arith, roster
 from tspd.eval.tasks.generated import generated_task
 from tspd.training import probes, roster_probes
+from tspd.records import train_lm_evals, train_lm_probes
 from tspd.training.lm.config import LMTrainConfig
 
 # The final evaluation: 1 token per step, then what parallel decoding costs (Sec. 1: committing several
@@ -67,8 +67,7 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     task = generated_task(cfg.task)
     problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
     weights = weights_hash(out)
-    path = out / "evals.json"
-    before = json.loads(path.read_text()) if path.exists() else []
+    before = train_lm_evals.read_rows(out)
     done = {(r["policy"], r["threshold"], r.get("tokens_per_step"), r["n"]): r for r in before
             if r.get("weights") == weights and "accuracy" in r}
     results = []
@@ -89,7 +88,7 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
         log(f"eval {policy} threshold={threshold} tokens/step={per_step}: " +
             (f"{r['accuracy']:.1%} of {r['n']} (nfe {r['nfe']}, {r['seconds']} s)" if "accuracy" in r else r["error"]))
         results.append(r)
-        path.write_text(json.dumps(results, indent=1) + "\n")
+        train_lm_evals.save(out, results)
     return results
 
 
@@ -104,7 +103,7 @@ def final_probes(out: Path, cfg: LMTrainConfig) -> dict | None:
     problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
     probed = {"n": len(problems), **task_probes(task).run_probes(model, model.tokenizer, problems, cfg.gen_length,
                                                                  mask_id=model.special.mask)}
-    (out / "probes.json").write_text(json.dumps(probed, indent=1) + "\n")
+    train_lm_probes.save(out, probed)
     return probed
 
 

@@ -1,17 +1,12 @@
-"""Run the README's lm-eval example on the embedded model and keep what it measured.
+"""``python -m tspd lmeval-example``: run the README's lm-eval example on an embedded model and keep what it
+measured (:mod:`tspd.records.lmeval_example`).
 
 The README's "Evaluating with lm-evaluation-harness" section shows three commands that decode the same
-50 problems of the model's own task (``arith`` for ``tiny-arith``: lm-eval task ``tspd_arith``) with
-Fast-dLLM at threshold 0.9: the stock ``lm_eval`` (the task named by its YAML), ``python -m tspd.lmeval``
-and ``python -m tspd eval``. This script runs the three, each in a fresh process, and writes
-``results/lmeval_example.json``: per command its accuracy, mean NFE, TPF and wall time, with the machine
-and the thread count. The README's numbers are written from that file (``tspd.book.prose``,
-``python scripts/fill_records.py``) and ``tests/test_lmeval_example.py`` decodes the problems again and
-compares. ``--model`` (default: the book's model) is an embedded model trained on a generated task whose
-lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/tasks/`` (``arith``: ``tspd_arith``, ``chain``:
-``tspd_chain``).
-
-    .venv/bin/python scripts/lmeval_example.py --threads 1
+50 problems of the model's own task (``arith``: lm-eval task ``tspd_arith``) with Fast-dLLM at threshold
+0.9: the stock ``lm_eval`` (the task named by its YAML), ``python -m tspd.lmeval`` and ``python -m tspd
+eval``. This runs the three, each in a fresh process, and stores per command its accuracy, mean NFE, TPF
+and wall time, with the machine and the thread count. ``--model`` is an embedded model trained on a
+generated task whose lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/tasks/``.
 """
 from __future__ import annotations
 
@@ -19,19 +14,13 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tspd.eval.tasks.generated import trained_task  # noqa: E402
-from tspd.models.loading import DEFAULT_MODEL, checkpoint_task  # noqa: E402
-from tspd.provenance import device_name  # noqa: E402
+from tspd.models.loading import DEFAULT_MODEL, checkpoint_task
+from tspd.provenance import REPO_ROOT
+from tspd.records import lmeval_example as record
 
 LIMIT = 50
 
@@ -40,19 +29,20 @@ class Example:
     """What the three commands decode: the model and its task (``arith``, ``chain``), in lm-eval's spellings."""
 
     def __init__(self, model: str):
+        from tspd.eval.tasks.generated import trained_task
         trained_task(model)   # one line where the model names no generated task
         self.model, self.task = model, checkpoint_task(model)
         self.model_args = f"pretrained={model},policy=fast-dllm,threshold=0.9"
         self.lmeval_task = f"tspd_{self.task}"
         self.yaml = f"tspd/eval/lmeval/tasks/{self.lmeval_task}/{self.lmeval_task}.yaml"   # the README's first command
-        if not (ROOT / self.yaml).is_file():
+        if not (REPO_ROOT / self.yaml).is_file():
             raise FileNotFoundError(f"no lm-eval task {self.lmeval_task} ({self.yaml}) for {model}'s task {self.task}: "
                                     "add it beside tspd_arith")
 
 
 def commands(ex: Example, out: Path, threads: int) -> dict[str, list[str]]:
     """The README's three commands (output paths under ``out``)."""
-    bin_ = ROOT / ".venv" / "bin"
+    bin_ = REPO_ROOT / ".venv" / "bin"
     return {
         "lm_eval": [str(bin_ / "lm_eval"), "--model", "tspd", "--model_args", ex.model_args, "--tasks", ex.yaml,
                     "--limit", str(LIMIT), "--output_path", str(out / "lm_eval")],
@@ -65,7 +55,7 @@ def commands(ex: Example, out: Path, threads: int) -> dict[str, list[str]]:
     }
 
 
-def lmeval_numbers(ex: Example, out: Path) -> dict:
+def harness_numbers(ex: Example, out: Path) -> dict:
     """exact_match, nfe and tpf of the one results file lm-eval wrote under ``out``."""
     (path,) = sorted(out.rglob("results_*.json"))
     got = json.loads(path.read_text())["results"][ex.lmeval_task]
@@ -79,44 +69,38 @@ def eval_numbers(ex: Example, out: Path) -> dict:
     return {"accuracy": summary["accuracy"], "nfe": summary["nfe_mean"], "tpf": summary.get("tpf")}
 
 
-def run(ex: Example, threads: int) -> dict:
+def run_example(ex: Example, threads: int) -> record.LmevalExample:
+    import torch
+
+    from tspd.provenance import device_name
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         torch.set_num_threads(threads)   # so that device_name states the commands' thread count
         model = "" if ex.model == DEFAULT_MODEL else f" --model {ex.model}"
-        record = {"limit": LIMIT, "model_args": ex.model_args, "threads": threads, "device": device_name("cpu"),
-                  "date": time.strftime("%Y-%m-%d"),
-                  "command": f"python scripts/lmeval_example.py{model} --threads {threads}",
-                  "load_average": round(os.getloadavg()[0], 1),   # other work on the machine (1-minute load)
-                  "runs": {}}
+        runs = {}
+        meta = dict(limit=LIMIT, model_args=ex.model_args, threads=threads, device=device_name("cpu"),
+                    date=time.strftime("%Y-%m-%d"), command=f"python -m tspd lmeval-example{model} --threads {threads}",
+                    load_average=round(os.getloadavg()[0], 1))   # other work on the machine (1-minute load)
         for name, cmd in commands(ex, out, threads).items():
             start = time.perf_counter()
-            subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             seconds = time.perf_counter() - start
-            numbers = eval_numbers(ex, out) if name == "tspd eval" else lmeval_numbers(ex, out / name)
+            numbers = eval_numbers(ex, out) if name == "tspd eval" else harness_numbers(ex, out / name)
             shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)).replace(str(out), "OUT")
-            record["runs"][name] = {"command": shown,
-                                    **numbers, "seconds": round(seconds, 1)}
-        return record
+            runs[name] = record.CommandRun(command=shown, **numbers, seconds=round(seconds, 1))
+        return record.LmevalExample(**meta, runs=runs)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--model", default=DEFAULT_MODEL, help="an embedded model trained on a generated task")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of each command")
-    ap.add_argument("--out", default=str(ROOT / "results" / "lmeval_example.json"))
-    args = ap.parse_args()
-    try:   # the model names a generated task whose lm-eval task ships: checked before any decoding
-        example = Example(args.model)
-    except (ValueError, FileNotFoundError) as e:   # CheckpointError is a ValueError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    record = run(example, args.threads)
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    print(json.dumps(record, indent=1))
+    ap.add_argument("--out", default=str(record.PATH), help="the record's JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    example = Example(args.model)   # checked before any decoding; a bad model is one line (exit 2)
+    result = run_example(example, args.threads)
+    record.save(result, args.out)
+    print(json.dumps(result.to_dict(), indent=1))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

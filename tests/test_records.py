@@ -1,0 +1,118 @@
+"""Each committed record has one owner (tspd.records): one module holds its path, writes it for its one command
+and reads it for everyone; its typed reader reads the committed files, and its writer writes them byte for byte."""
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tspd import records
+from tspd.cli import COMMANDS
+from tspd.models.loading import ZOO
+from tspd.provenance import REPO_ROOT
+from tspd.records import (bench_loop, bench_step, cache_agreement, controller_table, fresh_clone, lmeval_example,
+                          regime, train_lm_evals, train_lm_probes)
+from tspd.records.files import write_json
+
+REGISTRY = REPO_ROOT / "tspd" / "records" / "__init__.py"   # names every literal (the test's list)
+SOURCES = [p for p in sorted((REPO_ROOT / "tspd").rglob("*.py")) if ZOO not in p.parents and p != REGISTRY] \
+    + sorted(p for p in (REPO_ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
+
+
+def owner_file(module: str) -> Path:
+    return Path(importlib.import_module(module).__file__)
+
+
+@pytest.mark.parametrize("kind", records.OWNERS)
+def test_each_record_is_written_and_read_by_its_owner_alone(kind):
+    module, literals = records.OWNERS[kind]
+    owner = owner_file(module)
+    held = {p for p in SOURCES if any(lit in p.read_text() for lit in literals)}
+    assert held == {owner}, f"{kind}: {literals} outside {module}: {sorted(str(p) for p in held - {owner})}"
+
+
+def test_the_records_package_lists_every_record_module():
+    modules = {p.stem for p in (REPO_ROOT / "tspd" / "records").glob("*.py")} - {"__init__", "files", "device_files"}
+    owned = {m.rpartition(".")[2] for m, _ in records.OWNERS.values() if m.startswith("tspd.records.")}
+    assert modules == owned
+    for module, _ in records.OWNERS.values():
+        assert f":mod:`~{module}`" in records.__doc__ or f":mod:`{module}`" in records.__doc__
+
+
+def test_the_commands_that_write_records_are_the_packages_and_scripts_do_not_patch_the_import_path():
+    assert {"controller-table", "cache-agreement", "lmeval-example", "fill-records"} <= set(COMMANDS)
+    assert [p.name for p in SOURCES if p.parent.name == "scripts" and "sys.path" in p.read_text()] == []
+    for gone in ("controller_table.py", "cache_agreement.py", "lmeval_example.py", "fill_records.py",
+                 "model_accuracy.py"):
+        assert not (REPO_ROOT / "scripts" / gone).exists()
+
+
+def same_bytes(path: Path, write) -> None:
+    """``write(tmp)`` writes the bytes of the committed ``path``."""
+    assert write().read_bytes() == path.read_bytes(), path
+
+
+def test_the_controller_table(tmp_path):
+    table = controller_table.load()
+    rows = table.by_setting()
+    assert ("vanilla", False, "none") in rows and table.n == 500 and len(rows) == len(table.rows)
+    assert controller_table.runs_dir() == REPO_ROOT / "results" / "controller_table"
+    same_bytes(controller_table.PATH, lambda: controller_table.save(controller_table.load_dict(), tmp_path / "t.json"))
+    assert controller_table.markdown(controller_table.load_dict()).count("\n") == len(table.rows) + 1
+
+
+def test_the_cache_agreement(tmp_path):
+    result = cache_agreement.load()
+    assert result.n == 500 and set(result.by_policy()) == {"vanilla", "fast-dllm"}
+    samples = cache_agreement.load_samples()
+    assert {r["policy"] for r in samples} == set(result.by_policy()) and len(samples) >= sum(r["n"] for r in result.rows)
+    same_bytes(cache_agreement.PATH, lambda: cache_agreement.save(cache_agreement.load_dict(), tmp_path / "c.json"))
+
+
+def test_the_lmeval_example(tmp_path):
+    rec = lmeval_example.load()
+    assert set(rec.runs) == {"lm_eval", "tspd.lmeval", "tspd eval"} and rec.limit == 50
+    assert rec.model == "tiny-arith-256" and all(r.seconds > 0 for r in rec.runs.values())
+    same_bytes(lmeval_example.PATH, lambda: lmeval_example.save(rec, tmp_path / "l.json"))
+
+
+def test_the_fresh_clone_times(tmp_path):
+    rec = fresh_clone.load()
+    assert rec.tests_seconds > 0 and rec.command == "bash scripts/time_fresh_clone.sh"
+    same_bytes(fresh_clone.PATH, lambda: fresh_clone.save(rec, tmp_path / "f.json"))
+    newer = fresh_clone.FreshClone(**{**rec.to_dict(), "venv_seconds": 60, "shared": False})
+    assert list(newer.to_dict()).index("venv_seconds") == list(newer.to_dict()).index("load_average_before") + 1
+
+
+def test_the_bench_files(tmp_path):
+    found = bench_loop.names()
+    assert found and all(n.startswith("loop-") for n in found)
+    for name in found:
+        rec = bench_loop.load(name)
+        assert rec.target_groups() and rec.name == name
+        stored = json.loads((bench_loop.DIRECTORY / name).read_text())
+        written = bench_loop.save(stored, str(tmp_path / "loop-{device}.json"))
+        assert written.name == name and written.read_bytes() == (bench_loop.DIRECTORY / name).read_bytes()
+    gpu = bench_step.load("NVIDIA-H200")
+    assert gpu.batch(1)["batch"] == 1 and "H200" in gpu.device
+    for path, stored in bench_step.load_dicts():
+        same_bytes(path, lambda: write_json(tmp_path / path.name, stored, indent=2))
+
+
+@pytest.mark.parametrize("model", sorted(p.name for p in ZOO.iterdir() if (p / "evals.json").is_file()))
+def test_a_checkpoints_own_records(model, tmp_path):
+    rows = train_lm_evals.load(model)
+    acc = train_lm_evals.vanilla_accuracy(model)
+    assert rows is not None      # a sweep not yet measured is [] (tiny-roster's)
+    assert acc is None if not rows else acc.source == f"tspd/zoo/{model}/evals.json"
+    assert all(r["tokens_per_step"] > 1 for r in train_lm_evals.vanilla_steps(model))
+    same_bytes(ZOO / model / "evals.json", lambda: train_lm_evals.save(tmp_path, rows))
+    probes = train_lm_probes.load(model)
+    if probes:
+        same_bytes(ZOO / model / "probes.json", lambda: train_lm_probes.save(tmp_path, probes))
+    rec = regime.load(model)
+    if rec is not None:
+        assert rec.path == ZOO / model / "regime.json" and rec.rows and rec.gen_length > rec.block_length > 0
+    assert train_lm_evals.load("/no/such/model") is None and regime.load(tmp_path) is None

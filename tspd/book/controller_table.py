@@ -1,0 +1,163 @@
+"""``python -m tspd controller-table``: every controller, with and without CE, under each KV-cache mode, on
+an embedded model (the README's 500-problem table, :mod:`tspd.records.controller_table`).
+
+Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`, built as the notebooks
+build each method's default setting (``tspd.book.base_run`` + ``method_config``), and run through the one
+evaluation harness with phase timing. Its runs live in ``controller_table/`` beside ``--out``; a rerun
+reads back what is there and computes only what is missing (resumable). A row gives accuracy with its
+Wilson 95 % interval, mean NFE, TPS on this machine (B * L_gen / T_wall, paper Appendix A.1), speedup over
+vanilla, the controller's and CE's time per step as a percentage of one forward (paper Section 5.4), and
+agreement with vanilla's answers and with each cached row's no-cache twin. The 500-problem run takes about
+40 minutes on a 2-core CPU; start with ``--n 20``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from pathlib import Path
+
+import torch
+
+from tspd.book.notebook import base_run, method_config
+from tspd.eval import experiments
+from tspd.eval.results import phase_shares, wilson
+from tspd.models.loading import DEFAULT_MODEL
+from tspd.provenance import git_revision, portable
+from tspd.records import controller_table as record
+from tspd.validate import CACHE_MODES, UsageError
+
+# row name -> the tspd.book.METHODS row whose decoding it uses (its policy at the method's default
+# setting: Fast-dLLM and Credit Decoding threshold 0.9, the controllers' own default; the learned
+# tspd / learn2pd controllers load the weights shipped beside the embedded model, <model>/controllers/)
+CONTROLLERS = {"vanilla": "Vanilla", "fast-dllm": "F-dLLM", "prophet": "Prophet †", "credit": "CD",
+               "learn2pd": "Learn2PD †", "tspd": "Ours †"}
+CACHES = CACHE_MODES
+BASELINE = ("vanilla", False, "none")
+
+
+def key(ctrl: str, ce: bool, cache: str) -> str:
+    """A row's name in the table: ``fast-dllm|ce=on|cache=dual``."""
+    return f"{ctrl}|ce={'on' if ce else 'off'}|cache={cache}"
+
+
+def choices(value: str, allowed, flag: str) -> list[str]:
+    """A comma-separated option checked against ``allowed``; one-line UsageError otherwise."""
+    items = [x for x in value.split(",") if x]
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise UsageError(f"{flag}: unknown {', '.join(bad) or 'empty list'}; choose from {', '.join(allowed)}")
+    return items
+
+
+def table_configs(args: argparse.Namespace) -> dict[tuple, experiments.RunConfig]:
+    """The RunConfig of every requested (controller, CE, cache) row, the baseline row first."""
+    base = base_run(dict(model=args.model, limit=args.n, gen_length=args.gen_length,
+                         block_length=args.block_length, batch_size=args.batch_size))
+    rows = [(c, ce == "on", cache) for c in choices(args.controllers, CONTROLLERS, "--controllers")
+            for ce in choices(args.ce, ("off", "on"), "--ce") for cache in choices(args.caches, CACHES, "--caches")]
+    rows = [BASELINE] + [r for r in rows if r != BASELINE]
+    return {(c, ce, cache): method_config(base, CONTROLLERS[c], ce=ce, cache=cache) for c, ce, cache in rows}
+
+
+def char_agreement(a: str, b: str) -> float:
+    """Fraction of positions (over the longer text) where two answers have the same character."""
+    n = max(len(a), len(b))
+    return 1.0 if n == 0 else sum(x == y for x, y in zip(a, b)) / n
+
+
+def agreement_with(rows: list[dict], ref: list[dict] | None, name: str) -> dict:
+    """Same text, same extracted answer and character agreement with ``ref``'s rows of the same ids
+    (fields ``same_text_as_<name>``, ...); None where no id is shared."""
+    by_id = {r["id"]: r for r in ref or []}
+    pairs = [(r, by_id[r["id"]]) for r in rows if r["id"] in by_id]
+    mean = lambda f: sum(f(a, b) for a, b in pairs) / len(pairs) if pairs else None  # noqa: E731
+    return {f"same_text_as_{name}": mean(lambda a, b: a["output"] == b["output"]),
+            f"same_answer_as_{name}": mean(lambda a, b: a["extracted"] == b["extracted"]),
+            f"char_agreement_with_{name}": mean(lambda a, b: char_agreement(a["output"], b["output"]))}
+
+
+def table_row(name: tuple, result: experiments.RunResult, n: int, results: dict) -> dict:
+    """One row of the table from a run's per-problem rows (``results``: every run, for agreement)."""
+    ctrl, ce, cache = name
+    got = result.samples
+    correct = sum(bool(r["correct"]) for r in got)
+    phases = phase_shares(got)
+    row = dict(controller=ctrl, ce=ce, cache=cache, key=result.key, n=len(got), complete=len(got) == n,
+               accuracy=correct / len(got), accuracy_95=wilson(correct, len(got)),
+               nfe=sum(r["nfe"] for r in got) / len(got), tps=result.summary["tps"],
+               seconds_per_sample=sum(r["seconds"] for r in got) / len(got),
+               controller_pct_of_forward=phases.get("controller_pct_of_forward"),
+               ce_pct_of_forward=phases.get("ce_pct_of_forward"), forward_ms=phases.get("forward_ms"))
+    if BASELINE in results:   # fidelity to vanilla: informative even where accuracy is not (a weak model)
+        row.update(agreement_with(got, results[BASELINE].samples, "vanilla"))
+    if cache != "none":
+        twin = results.get((ctrl, ce, "none"))
+        row.update(agreement_with(got, twin.samples if twin else None, "no_cache"))
+    return row
+
+
+def table_of(results: dict[tuple, experiments.RunResult], n: int, meta: dict) -> dict:
+    """The table: ``meta`` and one row per run, with speedups over the baseline row."""
+    rows = [table_row(name, r, n, results) for name, r in results.items()]
+    base = next((r for r in rows if (r["controller"], r["ce"], r["cache"]) == BASELINE), None)
+    for row in rows:
+        row["speedup_tps"] = row["tps"] / base["tps"] if base and base["tps"] and row["tps"] else None
+        row["speedup_nfe"] = base["nfe"] / row["nfe"] if base else None
+    return dict(meta, rows=rows)
+
+
+def devices(results: dict[tuple, experiments.RunResult]) -> str:
+    """The machines the runs were computed on (their sidecars'; this one for runs computed now), in order."""
+    return " + ".join(dict.fromkeys(r.device_name for r in results.values()))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    from tspd.decoding.config import DecodeConfig
+    from tspd.options import add_dataclass_arguments
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory; its runs "
+                    "decode the task it was trained on")
+    ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
+    add_dataclass_arguments(ap, DecodeConfig, only=("gen_length", "block_length"))
+    ap.add_argument("--batch-size", type=int, default=1, help="1 = the paper's setting (Appendix A.1)")
+    ap.add_argument("--controllers", default=",".join(CONTROLLERS), help="comma-separated controllers")
+    ap.add_argument("--caches", default=",".join(CACHES), help="comma-separated cache modes")
+    ap.add_argument("--ce", default="off,on", help="comma-separated: CE off, on or both")
+    ap.add_argument("--out", default=str(record.PATH), help="the table; the runs go to controller_table/ beside it")
+    ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command as run, for the table's provenance."""
+    opts = [("--model", args.model), ("--n", args.n), ("--controllers", args.controllers), ("--ce", args.ce),
+            ("--caches", args.caches), ("--threads", getattr(args, "threads", None)), ("--out", args.out)]
+    return shlex.join(["python", "-m", "tspd", "controller-table",
+                       *[str(x) for flag, v in opts if v is not None for x in (flag, v)]])
+
+
+def main(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.markdown:
+        print(record.markdown(record.load_dict(out)))
+        return 0
+    if args.n < 1 or args.batch_size < 1:
+        raise UsageError("--n and --batch-size must be >= 1")
+    configs = table_configs(args)
+    runs_dir = record.runs_dir(out)   # mkdir: experiments.result
+    first = next(iter(configs.values()))
+    meta = dict(model=args.model, task=first.task, split="test", n=args.n, gen_length=first.gen_length,
+                block_length=first.block_length, batch_size=args.batch_size, threads=torch.get_num_threads(),
+                cpu_count=os.cpu_count(), torch=torch.__version__, baseline=key(*BASELINE),
+                command=_command_line(args), revision=git_revision(), runs=portable({"d": str(runs_dir)})["d"],
+                note="TPS = B * L_gen / T_wall over the harness's timed batches (each session's first batch is "
+                     "its warm-up) on this machine; speedup over the baseline row of this file")
+    results = {}
+    for name, config in configs.items():
+        results[name] = res = experiments.result(config, results_dir=runs_dir, profile=True)
+        if res.computed:
+            print(f"{key(*name)}: {res.computed} problems computed, {res.reused} read back ({res.key})", flush=True)
+        table = table_of(results, args.n, dict(meta, device=devices(results)))
+        record.save(table, out)
+    print(record.console(table))
+    return 0
+

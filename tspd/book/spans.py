@@ -1,0 +1,82 @@
+"""``python -m tspd fill-records``: the one rewriter of the pages' marked spans.
+
+A page marks text written from a record as ``<!-- NAME -->...<!-- /NAME -->``; :data:`tspd.book.prose.FACTS`
+maps each NAME to the sentence that says it. :func:`rewrite` fills every span of :data:`PAGES` (or those
+named) from the records; ``--check`` and ``--diff`` change nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+
+from tspd.provenance import REPO_ROOT
+
+PAGES = ("README.md", "book/intro.md")
+MARK = re.compile(r"<!-- ([a-z0-9-]+) -->(.*?)<!-- /\1 -->", re.S)
+
+
+def named_spans(text: str) -> list[tuple[str, str]]:
+    """(name, text) of every marked span of a page."""
+    return [(m.group(1), m.group(2)) for m in MARK.finditer(text)]
+
+
+def filled(text: str, names: set[str] | None = None, cache: dict | None = None) -> str:
+    """``text`` with every marked span (or those of ``names``) rewritten from its record."""
+    from tspd.book.prose import FACTS
+    cache = {} if cache is None else cache
+
+    def sub(m):
+        name = m.group(1)
+        if names is not None and name not in names:
+            return m.group(0)
+        if name not in FACTS:
+            raise KeyError(f"unknown marked span <!-- {name} -->; known: {', '.join(FACTS)}")
+        if name not in cache:
+            cache[name] = FACTS[name]()
+        return f"<!-- {name} -->{cache[name]}<!-- /{name} -->"
+
+    return MARK.sub(sub, text)
+
+
+def stale(pages: tuple[str, ...] = PAGES, names: set[str] | None = None) -> dict[str, tuple[str, str]]:
+    """page -> (its text, its text filled) of each page whose spans differ from their records."""
+    out, cache = {}, {}
+    for page in pages:
+        text = (REPO_ROOT / page).read_text()
+        new = filled(text, names, cache)
+        if new != text:
+            out[page] = (text, new)
+    return out
+
+
+def rewrite(pages: tuple[str, ...] = PAGES, names: set[str] | None = None) -> list[str]:
+    """Rewrite the marked spans of ``pages`` (paths under the repository); the pages that changed."""
+    changed = stale(pages, names)
+    for page, (_, new) in changed.items():
+        (REPO_ROOT / page).write_text(new)
+    return list(changed)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--only", default="", help="comma-separated span names to fill (empty: every span)")
+    p.add_argument("--check", action="store_true", help="report the pages whose spans differ; change nothing")
+    p.add_argument("--diff", action="store_true", help="print what a rewrite would change; change nothing")
+
+
+def main(args: argparse.Namespace) -> int:
+    from tspd.book.prose import FACTS
+    from tspd.validate import UsageError
+    names = {n for n in args.only.split(",") if n} or None
+    if names and names - set(FACTS):
+        raise UsageError(f"--only: unknown span {', '.join(sorted(names - set(FACTS)))}; known: {', '.join(FACTS)}")
+    if args.check or args.diff:
+        found = stale(names=names)
+        for page, (old, new) in found.items():
+            if args.diff:
+                print("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), page, page)), end="")
+            print(f"{page}: a marked span differs from its record (python -m tspd fill-records)")
+        return 1 if found else 0
+    for page in rewrite(names=names):
+        print(f"rewrote {page}")
+    return 0

@@ -1,0 +1,100 @@
+"""``python -m tspd cache-agreement``: cache agreement on an embedded model, and why the cached runs that
+part from their twin do (:mod:`tspd.records.cache_agreement`).
+
+For each stateless controller (vanilla, Fast-dLLM at 0.9) and cache (prefix, dual), decodes the first N
+held-out problems of the model's own task one at a time with and without the cache, recording traces: same
+final answer and same text as the no-cache run, and for the runs that part, the first parting step
+(:mod:`tspd.eval.cache_agreement`). Per-problem rows are stored as they are made; a rerun skips what is there.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from tspd.eval.cache_agreement import Parting, as_dict, first_parting, summarise
+from tspd.eval.results import wilson
+from tspd.models.loading import DEFAULT_MODEL
+from tspd.records import cache_agreement as record
+
+POLICIES = {"vanilla": {}, "fast-dllm": {"threshold": 0.9}}
+CACHES = ("prefix", "dual")
+
+
+def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict]:
+    """One problem of ``task`` (a generated task's module) under one policy: the no-cache run against each
+    cached one."""
+    from tspd.decoding.loop import generate
+    run = lambda cache: generate(model, [task.prompt(problem)], policy=policy, policy_kwargs=kwargs,  # noqa: E731
+                                 cache=cache, record_trace=True)
+    answer = getattr(task, "answer_key", task.extract_answer)   # what "the same answer" compares
+    ref = run("none")
+    ref_pred = answer(ref.texts[0])
+    rows = []
+    for cache in CACHES:
+        alt = run(cache)
+        pred = answer(alt.texts[0])
+        rows.append(dict(id=problem["id"], policy=policy, cache=cache, same_text=alt.texts[0] == ref.texts[0],
+                         same_answer=pred == ref_pred, correct_no_cache=task.right(problem, ref.texts[0]),
+                         correct=task.right(problem, alt.texts[0]),
+                         parting=as_dict(first_parting(ref.trace, alt.trace))))
+    return rows
+
+
+def summary_rows(rows: list[dict]) -> list[dict]:
+    """One summary row per (policy, cache) of the per-problem rows."""
+    out = []
+    for policy in POLICIES:
+        for cache in CACHES:
+            rs = [r for r in rows if r["policy"] == policy and r["cache"] == cache]
+            if not rs:
+                continue
+            n = len(rs)
+            same_answer = sum(r["same_answer"] for r in rs)
+            partings = [None if r["parting"] is None else Parting(**r["parting"]) for r in rs]
+            out.append(dict(policy=policy, cache=cache, n=n, same_answer=same_answer / n,
+                            same_answer_95=wilson(same_answer, n), same_text=sum(r["same_text"] for r in rs) / n,
+                            accuracy_no_cache=sum(r["correct_no_cache"] for r in rs) / n,
+                            accuracy=sum(r["correct"] for r in rs) / n, **summarise(partings)))
+    return out
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory (train-lm)")
+    ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
+    ap.add_argument("--out", default=str(record.PATH), help="summary JSON (its rows: <out>.samples.jsonl)")
+    ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    threads = getattr(args, "threads", None)
+    return shlex.join(["python", "-m", "tspd", "cache-agreement", "--model", str(args.model), "--n", str(args.n),
+                       *(["--threads", str(threads)] if threads else []), "--out", str(args.out)])
+
+
+def main(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from tspd.models.loading import load_model
+    from tspd.eval.tasks.generated import trained_task
+    from tspd.provenance import device_name, git_revision
+    out = Path(args.out)
+    if args.markdown:
+        print(record.markdown(record.load_dict(out)))
+        return 0
+    task = trained_task(args.model)   # before anything is written
+    done = record.load_samples(out)
+    seen = {(r["id"], r["policy"]) for r in done}
+    model = load_model(args.model)
+    problems = task.load_split("test", args.n)
+    work = [(p, policy) for policy in POLICIES for p in problems if (p["id"], policy) not in seen]
+    for p, policy in tqdm(work, desc="cache agreement", disable=not work):
+        rows = rows_for(model, task, p, policy, POLICIES[policy])
+        record.append_samples(rows, out)
+        done.extend(rows)
+    ids = {p["id"] for p in problems}
+    result = dict(model=args.model, n=args.n, command=_command_line(args), revision=git_revision(),
+                  device=device_name("cpu"), rows=summary_rows([r for r in done if r["id"] in ids]))
+    record.save(result, out)
+    print(record.markdown(result))
+    return 0

@@ -1,0 +1,71 @@
+"""Cache agreement: ``python -m tspd cache-agreement`` writes ``results/cache_agreement.json`` (one row per
+policy and cache) and its per-problem rows, ``results/cache_agreement.samples.jsonl``, as they are made."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tspd.provenance import REPO_ROOT
+from tspd.records.files import read_json, write_json
+
+PATH = REPO_ROOT / "results" / "cache_agreement.json"
+
+
+def samples_path(path: str | Path | None = None) -> Path:
+    """The per-problem rows beside the summary at ``path``: ``<name>.samples.jsonl``."""
+    return Path(path or PATH).with_suffix(".samples.jsonl")
+
+
+@dataclass(frozen=True)
+class CacheAgreement:
+    """The stored summary: the model and problem count it was measured on, one dict per (policy, cache)."""
+    model: str
+    n: int
+    rows: list[dict]
+
+    def by_policy(self) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for r in self.rows:
+            out.setdefault(r["policy"], []).append(r)
+        return out
+
+
+def load(path: str | Path | None = None) -> CacheAgreement:
+    data = read_json(path or PATH)
+    return CacheAgreement(data["model"], data["n"], data["rows"])
+
+
+def load_dict(path: str | Path | None = None) -> dict:
+    return read_json(path or PATH)
+
+
+def save(result: dict, path: str | Path | None = None) -> Path:
+    return write_json(path or PATH, result)
+
+
+def load_samples(path: str | Path | None = None) -> list[dict]:
+    """The per-problem rows stored so far ([] before the first)."""
+    samples = samples_path(path)
+    return [json.loads(line) for line in samples.read_text().splitlines()] if samples.exists() else []
+
+
+def append_samples(rows: list[dict], path: str | Path | None = None) -> None:
+    samples = samples_path(path)
+    samples.parent.mkdir(parents=True, exist_ok=True)
+    with samples.open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def markdown(result: dict) -> str:
+    """The README's table of the stored summary."""
+    lines = ["| controller | cache | n | same answer (95 % interval) | same text | parted | near-tie partings | "
+             "median forwards since block start | median confidence shift | median slack |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        lo, hi = r["same_answer_95"]
+        lines.append(f"| {r['policy']} | {r['cache']} | {r['n']} | {r['same_answer']:.1%} ({lo:.1%}-{hi:.1%}) | "
+                     f"{r['same_text']:.1%} | {r['parted']} | {r.get('near_tie', 0)} of {r['parted']} | "
+                     f"{r.get('median_step_in_block', float('nan')):.0f} | {r.get('median_shift', float('nan')):.3f} | "
+                     f"{r.get('median_slack', float('nan')):.3f} |")
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""A train-lm checkpoint's regime record: ``python -m tspd regime`` writes ``<checkpoint>/regime.json``
+(committed for the zoo's models, ``tspd/zoo/<name>/regime.json``).
+
+The command's :func:`tspd.eval.regime_record.measure` writes the record row by row as it measures
+(resumable) at :func:`path_of`; everything else reads it here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tspd.records.files import read_json
+
+FILENAME = "regime.json"
+
+
+def path_of(checkpoint: str | Path | None) -> Path:
+    """The record of the checkpoint (a zoo name or a directory)."""
+    from tspd.models.loading import resolve_path
+    return Path(resolve_path(checkpoint)) / FILENAME
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The record's window, settings and rows; ``data`` is the record as stored (what ``targets`` reads)."""
+    gen_length: int
+    block_length: int
+    n: int
+    rows: dict[str, dict]
+    data: dict
+    path: Path
+
+
+def load(checkpoint: str | Path | None) -> Regime | None:
+    """The checkpoint's record; None where it has none."""
+    path = path_of(checkpoint)
+    if not path.is_file():
+        return None
+    d = read_json(path)
+    return Regime(d["gen_length"], d["block_length"], d["config"]["n"], d["rows"], d, path)
