@@ -142,10 +142,7 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     canvas = prepare_canvas(model, prompts, L, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
                             truncate_prompt=truncate_prompt)                         # X <- [x | MASK^L]
     B, P = canvas.x.shape[0], canvas.prompt_length
-    controller.bind(model)
-    controller.reset(B, L, Lb, device)
-    if extrapolator is not None:
-        extrapolator.reset(B, L, device)
+    _reset(model, controller, extrapolator, B, L, Lb)
     recorder = TraceRecorder(B, L, device) if record_trace else None
     plan = StepPlan.of(controller.reads, extrapolator.reads if extrapolator else (), recorder.reads if recorder else (),
                        cfg.temperature)                        # what each step computes: what is read
@@ -189,13 +186,30 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             counts.step(b, masked)
             if recorder is not None:
                 recorder.record(b, g0 - P, g1 - P, win, gs, conf, committed, canvas.gen_masked)
+    return _generation(model, tokenizer, canvas, counts, recorder, clock, t0)
+
+
+def _reset(model: LoadedModel, controller: Controller, extrapolator, batch: int, gen_length: int,
+           block_length: int) -> None:
+    """Ready the controller (bound to ``model``) and the extrapolator, if any, for a fresh batch."""
+    controller.bind(model)
+    controller.reset(batch, gen_length, block_length, model.device)
+    if extrapolator is not None:
+        extrapolator.reset(batch, gen_length, model.device)
+
+
+def _generation(model: LoadedModel, tokenizer, canvas: Canvas, counts: StepCounts, recorder: TraceRecorder | None,
+                clock: PhaseClock, t0: float) -> Generation:
+    """The finished canvas as a :class:`Generation`: its tokens and texts (cut at EOS / EoT), the forwards
+    counted, the wall time since ``t0`` and, with ``profile``, its split by phase."""
+    special, device = model.special, model.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     gen, steps = canvas.gen.cpu(), counts.blocks()
     rows, not_answer = gen.tolist(), {*special.stop_ids(), special.pad, special.mask}
     return Generation(token_ids=gen, texts=decode_texts(tokenizer or model.tokenizer, rows, special.stop_ids()),
                       nfe=counts.nfe, nfe_per_sample=[sum(row) for row in steps], seconds=time.perf_counter() - t0,
-                      prompt_length=P, trace=recorder.trace() if recorder else None,
+                      prompt_length=canvas.prompt_length, trace=recorder.trace() if recorder else None,
                       steps_per_block=steps, truncated=canvas.truncated,
                       answer_tokens=[sum(t not in not_answer for t in row) for row in rows], **clock.seconds())
 

@@ -233,6 +233,32 @@ def make_rows(samples: list[dict], out: BatchOutput, grades: list[dict], batch: 
     return rows
 
 
+def _decode_pending(backend: ReferenceBackend | ModelBackend, job: EvalJob, task: Task, pending: list[dict],
+                    existing: list[dict], results: ResultsFile, cid: str, shard: Shard, mine: int) -> None:
+    """Decode, grade and append ``pending`` one batch at a time: each batch's rows are written to ``results``
+    (and added to ``existing``) before the next starts; a progress bar over this process's ``mine`` samples."""
+    batch_size, chat = job.config.batch_size, backend.chat
+    session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
+    from tqdm import tqdm
+    bar = tqdm(total=mine, initial=mine - len(pending), desc=f"eval {task.name}" + (
+               f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
+               unit="sample", disable=None, file=sys.stderr)
+    try:
+        for k in range(0, len(pending), batch_size):
+            batch = pending[k:k + batch_size]
+            out = backend(batch)
+            grades = grade_batch(task, batch, out.texts, job.options.grade_workers)
+            index = k // batch_size
+            rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
+            results.append(rows)
+            existing.extend(rows)
+            correct = sum(r["correct"] for r in existing)
+            bar.update(len(batch))
+            bar.set_postfix(acc=f"{correct / len(existing):.3f}")
+    finally:
+        bar.close()
+
+
 def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -> dict:
     """Evaluate ``job`` (resuming its rows file) and return the summary (also written next to that file).
 
@@ -265,29 +291,10 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
         t_start = time.perf_counter()
         chat = any(r.get("chat") for r in existing)   # what earlier runs used, if nothing is left to do
         if pending:
-            gen = ReferenceBackend(task) if checkpoint is None else \
+            backend = ReferenceBackend(task) if checkpoint is None else \
                 ModelBackend(task, job, checkpoint, shard.device(config.device), seam)
-            chat = gen.chat
-            session = secrets.token_hex(4)   # batches of this process; its first one is the warm-up
-            from tqdm import tqdm
-            mine = len(shard.take(samples))
-            bar = tqdm(total=mine, initial=mine - len(pending), desc=f"eval {task.name}" + (
-                       f" [{shard.rank + 1}/{shard.world}]" if shard.active else ""),
-                       unit="sample", disable=None, file=sys.stderr)
-            try:
-                for k in range(0, len(pending), config.batch_size):
-                    batch = pending[k:k + config.batch_size]
-                    out = gen(batch)
-                    grades = grade_batch(task, batch, out.texts, options.grade_workers)
-                    index = k // config.batch_size
-                    rows = make_rows(batch, out, grades, f"{session}:{index}", index == 0, cid, chat)
-                    results.append(rows)
-                    existing.extend(rows)
-                    correct = sum(r["correct"] for r in existing)
-                    bar.update(len(batch))
-                    bar.set_postfix(acc=f"{correct / len(existing):.3f}")
-            finally:
-                bar.close()
+            chat = backend.chat
+            _decode_pending(backend, job, task, pending, existing, results, cid, shard, len(shard.take(samples)))
 
         if shard.active:
             shard.barrier()                     # every shard has written all its rows

@@ -213,10 +213,7 @@ def _train(traces: dict, cfg: ControllerTrainConfig, progress: bool):
     w_pos, w_neg = ((n_all / (2 * max(n_pos, 1)), n_all / (2 * max(n_neg, 1))) if cfg.class_weight == "inverse"
                     else (1.0, 1.0))
     if kind == "tspd":
-        counted = w_tr.bool()
-        flat = torch.cat([compose(units.raw[tr], names, torch.full((len(tr),), m == "on"))[counted] for m in ce_modes])
-        net.mean.copy_(flat.mean(0))
-        net.std.copy_(flat.std(0).nan_to_num(1.0).clamp_min(1e-3))
+        _standardise(net, units, tr, names, ce_modes)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     batch = cfg.batch if cfg.batch and cfg.batch > 0 else len(tr)
     curve = dict(epoch=[], train_loss=[], val_loss=[], val_precision=[], val_recall=[], val_fix_rate=[], seconds=[])
@@ -255,18 +252,31 @@ def _train(traces: dict, cfg: ControllerTrainConfig, progress: bool):
     net.load_state_dict(best_state)
     net.eval()
     final = validation_metrics(net, kind, units, va, names, ce_modes, w_pos, w_neg, gate)
-    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
     summary = dict(best_epoch=best_epoch, epochs_run=len(curve["epoch"]), val=final,
                    train_units=len(tr), val_units=len(va), class_weights=[w_neg, w_pos],
                    fix_safe_fraction=n_pos / max(n_all, 1), traces=traces.get("meta", {}))
-    if kind == "tspd":
-        saved = dict(kind="tspd", arch=cfg.arch, layers=cfg.layers, hidden=cfg.hidden, features=list(names),
-                     gate=gate, params=sum(p.numel() for p in net.parameters()), train=settings, summary=summary)
-    else:
-        saved = dict(kind="learn2pd", width=WIDTH, accept=gate, params=sum(p.numel() for p in net.parameters()),
-                     train=settings, summary=summary)
     curve.update(best_epoch=best_epoch, kind=kind)
-    return net, saved, curve
+    return net, _saved_config(cfg, net, names, gate, summary), curve
+
+
+def _standardise(net, units: Units, tr: torch.Tensor, names: tuple[str, ...], ce_modes: tuple[str, ...]) -> None:
+    """Set the gate network's input standardisation from the training split's counted token-steps (positions
+    still masked), over the features of every CE mode trained for."""
+    counted = units.weight[tr].bool()
+    flat = torch.cat([compose(units.raw[tr], names, torch.full((len(tr),), m == "on"))[counted] for m in ce_modes])
+    net.mean.copy_(flat.mean(0))
+    net.std.copy_(flat.std(0).nan_to_num(1.0).clamp_min(1e-3))
+
+
+def _saved_config(cfg: ControllerTrainConfig, net, names: tuple[str, ...], gate: float, summary: dict) -> dict:
+    """The controller's saved config (``<out>.json``): its architecture, gate threshold, size, the training
+    settings and the validation summary."""
+    settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
+    params = sum(p.numel() for p in net.parameters())
+    if cfg.kind == "tspd":
+        return dict(kind="tspd", arch=cfg.arch, layers=cfg.layers, hidden=cfg.hidden, features=list(names),
+                    gate=gate, params=params, train=settings, summary=summary)
+    return dict(kind="learn2pd", width=WIDTH, accept=gate, params=params, train=settings, summary=summary)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -222,6 +222,12 @@ def _train(cfg: LMTrainConfig, log) -> dict:
     _flush(pending, recent)
     _save(run, out, step, tokens, time.time() - t_start)
     log(f"trained {step} steps in {info['train_seconds'] / 60:.1f} min; final loss {info['loss']:.4f}; saved to {out}")
+    return _final_record(cfg, out, info, log)
+
+
+def _final_record(cfg: LMTrainConfig, out: Path, info: dict, log) -> dict:
+    """After training: the held-out sweep and the probes of the saved checkpoint, recorded in ``info``,
+    TRAINING.md (also while they run) and ``evals.json``; returns ``info``."""
     info["status"] = "finished training; evaluating"
     write_training_md(out, info)
     info["evals"] = final_evaluation(out, cfg, log)
