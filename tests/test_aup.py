@@ -91,6 +91,13 @@ def test_pareto_record_is_recomputed_from_the_stored_sweep_rows():
         assert pareto.recomputed_aups(sweeps) == pytest.approx({k: v["aup"] for k, v in sweeps.items()})
 
 
-def test_pareto_names_round_trip():
-    assert pareto.parts(pareto.name("TSPD + CE", "dual")) == ("TSPD + CE", "dual")
+def test_pareto_sweeps_are_named_in_the_record_from_their_controller_and_cache():
+    n = 40
+    runs = {("Vanilla", "none"): [(None, _Run("v", [1] * n, [32] * n, [32] * n))],
+            ("TSPD + CE", "none"): [(0.5, _Run("t", [1] * n, [32] * n, [8] * n))],
+            ("Fast-dLLM", "none"): [(0.9, _Run("f", [1] * n, [32] * n, [4] * n))]}
+    rec = pareto.record("m", n, {"arith": runs}, seed=0)
+    got = rec["tasks"]["arith"]
+    assert list(got) == ["Vanilla / none", "TSPD + CE / none", "Fast-dLLM / none"] == [pareto.name(*s) for s in runs]
+    assert got["Fast-dLLM / none"]["ratio"] == pytest.approx(2.0) and got["TSPD + CE / none"]["ratio"] == 1.0
     assert np.isfinite(A.weight(0.0, 0.0))

@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 
+from tspd.decoding.names import slug
 from tspd.eval import experiments
 from tspd.eval.experiments import REPO_ROOT, RunConfig
 from tspd.models.loading import ZOO
@@ -72,8 +73,8 @@ def test_runs_are_committed():
     assert len(picked_runs()) >= 4, f"expected committed runs of several controllers in {RUNS}"
 
 
-@pytest.mark.parametrize("meta", picked_runs(), ids=lambda m: "{policy}{ce}-{cache}".format(
-    policy=m["config"]["policy"], ce="+ce" if m["config"]["ce"] else "", cache=m["config"]["cache"]))
+@pytest.mark.parametrize("meta", picked_runs(), ids=lambda m: "{}-{}".format(
+    slug(m["config"]["policy"], m["config"]["ce"]), m["config"]["cache"]))
 def test_committed_run_reproduces(meta, tmp_path):
     assert mismatches(meta, RUNS, tmp_path) == []
 
@@ -86,7 +87,7 @@ def table_picks() -> list:
     by_kind = {}
     for m in _metas(TABLE):
         by_kind.setdefault((m["config"]["policy"], m["config"]["ce"], m["config"]["cache"]), m)
-    return [pytest.param(kind, by_kind.get(kind), id="{}{}-{}".format(kind[0], "+ce" if kind[1] else "", kind[2]))
+    return [pytest.param(kind, by_kind.get(kind), id=f"{slug(kind[0], kind[1])}-{kind[2]}")
             for kind in TABLE_PICKS]
 
 

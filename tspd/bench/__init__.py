@@ -38,9 +38,12 @@ from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs
+from tspd.decoding.controllers import REGISTRY
+from tspd.decoding.names import by_slug, slug
 from tspd.models.loading import LoadedModel, SpecialTokens
 from tspd.models.llada import LLaDAModelLM
 from tspd.provenance import device_name, git_revision
+from tspd.records.bench_step import entry_key
 from tspd.validate import CACHE_MODES, UsageError, check_device
 
 # LLaDA-8B-Instruct's config.json values (Hugging Face ``GSAI-ML/LLaDA-8B-Instruct``); ids as that file declares them
@@ -51,6 +54,20 @@ SHAPES = {
     "tiny": dict(d_model=256, n_layers=6, n_heads=4, n_kv_heads=4, mlp_hidden_size=768, vocab_size=96,
                  rope_theta=10000.0, mask_token_id=95, eos_token_id=94, pad_token_id=94),
 }
+
+
+TIMED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))   # (policy, CE) timed inside generate by default
+
+
+def timed_decodings(policies: str) -> list[tuple[str, bool]]:
+    """``--policies`` as (policy, CE) pairs, each name looked up among the decodings' slugs (``tspd+ce``)."""
+    known = {name: (policy, ce) for name, (policy, ce, cache) in by_slug().items() if cache is None}
+    names = [p for p in policies.split(",") if p]
+    bad = [p for p in names if p not in known]
+    if bad:
+        raise UsageError(f"--policies: unknown {', '.join(bad)}; each is a policy ({', '.join(REGISTRY)}), "
+                         f"or one with Confidence Extrapolation ({slug('tspd', True)})")
+    return [known[p] for p in names]
 
 
 def add_arguments(p) -> None:
@@ -64,7 +81,8 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights and inputs")
     p.add_argument("--repeats", type=int, default=20, help="timed repeats per measurement (median)")
     p.add_argument("--warmup", type=int, default=3, help="untimed repeats first")
-    p.add_argument("--policies", default="vanilla,fast-dllm,tspd+ce", help="policies timed inside generate")
+    p.add_argument("--policies", default=",".join(slug(*d) for d in TIMED), help="policies timed inside generate, "
+                   f"each a policy or one with Confidence Extrapolation ({slug('tspd', True)})")
     p.add_argument("--caches", default="none,dual", help="KV cache modes timed inside generate")
     p.add_argument("--generate-repeats", type=int, default=2, help="timed repeats of each whole generate call")
     p.add_argument("--confidence-dtype", default="float32",
@@ -199,8 +217,7 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
         return row
     prompts = ids[:, :P]
     row["generate"] = {}
-    for policy in [p for p in args.policies.split(",") if p]:
-        name, ce = policy.removesuffix("+ce"), policy.endswith("+ce")
+    for name, ce in timed_decodings(args.policies):
         kw = {"net": _random_tspd_net()} if name == "tspd" else {}
         for cache in [c for c in args.caches.split(",") if c]:
             same = DecodeConfig(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
@@ -210,7 +227,7 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
                 runs = [generate(model, prompts, call) for _ in range(args.generate_repeats + 1)]
                 prof = generate(model, prompts, call, profile=True)
                 timed = runs[1:]                   # the first call is a warm-up (and captures the graphs)
-                row["generate"][f"{policy}/{cache}" + ("/fast" if fast else "")] = {
+                row["generate"][entry_key(name, ce, cache, fast)] = {
                     "seconds_per_nfe": statistics.median(o.seconds / o.nfe for o in timed), "nfe": timed[-1].nfe,
                     "tokens_per_second": statistics.median(o.tokens_per_second for o in timed),
                     "control_fraction_of_forward": prof.control_overhead}
@@ -218,7 +235,7 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
                 eager = generate(model, prompts, same)
                 fast_out = generate(model, prompts, same.replace(fast=True))
                 syncs = host_syncs(dev, lambda: generate(model, prompts, same.replace(fast=True)))
-                row["parity"][f"{policy}/{cache}"] = {
+                row["parity"][entry_key(name, ce, cache)] = {
                     "same_tokens": bool(torch.equal(eager.token_ids, fast_out.token_ids)),
                     "same_nfe": eager.nfe == fast_out.nfe,
                     "host_syncs_per_forward": None if syncs is None else syncs / fast_out.nfe}
@@ -284,6 +301,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
         batches = [int(x) for x in args.batch.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"--batch takes comma-separated integers, got {args.batch!r}") from None
+    timed_decodings(args.policies)   # a bad name fails before the model is built
     bad = [c for c in args.caches.split(",") if c and c not in CACHE_MODES]
     if bad:
         raise UsageError(f"--caches takes {', '.join(CACHE_MODES)}, got {bad}")

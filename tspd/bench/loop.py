@@ -37,6 +37,7 @@ import torch
 from tspd.bench import run_command
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
+from tspd.decoding.names import display_name, slug
 from tspd.models.loading import DEFAULT_MODEL, LoadedModel, load_model, task_spec
 from tspd.provenance import device_name, git_revision
 from tspd.validate import CACHE_MODES, UsageError
@@ -175,7 +176,7 @@ def measure(args, command: str, log=print) -> dict:
                          "fastest repetition of each, summed over the prompts, the two timed back to back in one "
                          "process; step_work_of_forward: statistics, view, commit, CE and controller of a "
                          "profile=True decoding over its forward time (no per-call setup)",
-              "targets": {f"{p}{'+ce' if ce else ''}": t for (p, ce), t in OVERHEAD_BUDGETS.items()}, "rows": []}
+              "targets": {slug(p, ce): t for (p, ce), t in OVERHEAD_BUDGETS.items()}, "rows": []}
     for policy in [p for p in args.policies.split(",") if p]:
         kwargs, stand_in = policy_kwargs(model, policy, args.threshold)
         for ce in [ces[c] for c in args.ce.split(",") if c]:
@@ -187,7 +188,7 @@ def measure(args, command: str, log=print) -> dict:
                 if stand_in:
                     row["controller"] = stand_in
                 result["rows"].append(row)
-                log(f"{policy}{' + CE' if ce else ''} / {cache}: rest of a step {100 * row['rest_of_forward']:.1f} % of "
+                log(f"{display_name(policy, ce, cache)}: rest of a step {100 * row['rest_of_forward']:.1f} % of "
                     f"its forward (paired median {100 * row['paired_median']:.1f}), the step's own work "
                     f"{100 * row['step_work_of_forward']:.1f} %, forwards in the loop {100 * row['forward_in_loop_of_bare']:.0f} % "
                     f"of bare, forward {row['forward_ms']:.2f} ms, "

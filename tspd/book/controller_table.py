@@ -1,9 +1,10 @@
 """``python -m tspd controller-table``: every controller, with and without CE, under each KV-cache mode, on
 an embedded model (the README's 500-problem table, :mod:`tspd.records.controller_table`).
 
-Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`, built as the notebooks
-build each method's default setting (``tspd.book.base_run`` + ``method_config``), and run through the one
-evaluation harness with phase timing. Its runs live in ``controller_table/`` beside ``--out``; a rerun
+Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`: the notebooks' base run
+(``tspd.book.base_run``) with the controller at its own default setting, run through the one evaluation
+harness with phase timing; a row is named by its decoding (``fast-dllm|ce=on|cache=dual``,
+:func:`tspd.decoding.names.slug`). Its runs live in ``controller_table/`` beside ``--out``; a rerun
 reads back what is there and computes only what is missing (resumable). A row gives accuracy with its
 Wilson 95 % interval, mean NFE, TPS on this machine (B * L_gen / T_wall, paper Appendix A.1), speedup over
 vanilla, the controller's and CE's time per step as a percentage of one forward (paper Section 5.4), and
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from tspd.book.notebook import base_run, method_config
+from tspd.book.notebook import base_run
+from tspd.decoding.names import slug
 from tspd.eval import experiments
 from tspd.eval.results import phase_shares, wilson
 from tspd.models.loading import DEFAULT_MODEL
@@ -27,18 +29,12 @@ from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
 from tspd.validate import CACHE_MODES, UsageError
 
-# row name -> the tspd.book.METHODS row whose decoding it uses (its policy at the method's default
-# setting: Fast-dLLM and Credit Decoding threshold 0.9, the controllers' own default; the learned
-# tspd / learn2pd controllers load the weights shipped beside the embedded model, <model>/controllers/)
-CONTROLLERS = {"vanilla": "Vanilla", "fast-dllm": "F-dLLM", "prophet": "Prophet †", "credit": "CD",
-               "learn2pd": "Learn2PD †", "tspd": "Ours †"}
+# the controllers of the table, each at its own default setting (no policy_kwargs: Fast-dLLM and Credit Decoding
+# threshold 0.9; the learned tspd / learn2pd controllers load the weights shipped beside the embedded model,
+# <model>/controllers/), as the notebooks' methods (tspd.book.METHODS) decode with them
+CONTROLLERS = ("vanilla", "fast-dllm", "prophet", "credit", "learn2pd", "tspd")
 CACHES = CACHE_MODES
 BASELINE = ("vanilla", False, "none")
-
-
-def key(ctrl: str, ce: bool, cache: str) -> str:
-    """A row's name in the table: ``fast-dllm|ce=on|cache=dual``."""
-    return f"{ctrl}|ce={'on' if ce else 'off'}|cache={cache}"
 
 
 def choices(value: str, allowed, flag: str) -> list[str]:
@@ -57,7 +53,7 @@ def table_configs(args: argparse.Namespace) -> dict[tuple, experiments.RunConfig
     rows = [(c, ce == "on", cache) for c in choices(args.controllers, CONTROLLERS, "--controllers")
             for ce in choices(args.ce, ("off", "on"), "--ce") for cache in choices(args.caches, CACHES, "--caches")]
     rows = [BASELINE] + [r for r in rows if r != BASELINE]
-    return {(c, ce, cache): method_config(base, CONTROLLERS[c], ce=ce, cache=cache) for c, ce, cache in rows}
+    return {(c, ce, cache): base.replace(policy=c, policy_kwargs={}, ce=ce, cache=cache) for c, ce, cache in rows}
 
 
 def char_agreement(a: str, b: str) -> float:
@@ -147,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
     first = next(iter(configs.values()))
     meta = dict(model=args.model, task=first.task, split="test", n=args.n, gen_length=first.gen_length,
                 block_length=first.block_length, batch_size=args.batch_size, threads=torch.get_num_threads(),
-                cpu_count=os.cpu_count(), torch=torch.__version__, baseline=key(*BASELINE),
+                cpu_count=os.cpu_count(), torch=torch.__version__, baseline=slug(*BASELINE, sep="|"),
                 command=_command_line(args), revision=git_revision(), runs=portable({"d": str(runs_dir)})["d"],
                 note="TPS = B * L_gen / T_wall over the harness's timed batches (each session's first batch is "
                      "its warm-up) on this machine; speedup over the baseline row of this file")
@@ -155,7 +151,8 @@ def main(args: argparse.Namespace) -> int:
     for name, config in configs.items():
         results[name] = res = experiments.result(config, results_dir=runs_dir, profile=True)
         if res.computed:
-            print(f"{key(*name)}: {res.computed} problems computed, {res.reused} read back ({res.key})", flush=True)
+            print(f"{slug(*name, sep='|')}: {res.computed} problems computed, {res.reused} read back ({res.key})",
+                  flush=True)
         table = table_of(results, args.n, dict(meta, device=devices(results)))
         record.save(table, out)
     print(record.console(table))

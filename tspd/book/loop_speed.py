@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tspd.decoding.names import display_name
+
 # the step's own work by phase, as bench-loop names it, and the column each is shown under
 PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "controller": "controller (%)",
                  "ce": "CE (%)"}
@@ -26,11 +28,6 @@ def share_text(x: float, target: float | None) -> str:
     """``x`` in per cent to one decimal, or to two where one would read as the target itself (5.04 % misses 5 %)."""
     one = f"{100 * x:.1f}"
     return f"{100 * x:.2f}" if target is not None and one == f"{100 * target:.1f}" and x != target else one
-
-
-def setting_label(row: dict) -> str:
-    """``policy[ + CE] / cache`` of one bench-loop row."""
-    return f"{row['policy']}{' + CE' if row['ce'] else ''} / {row['cache']}"
 
 
 def loop_rows(result: dict) -> list[dict]:
@@ -80,7 +77,7 @@ def draw_loop(result: dict, title: str = ""):
         if r.get("target") is not None:
             ax.plot([100 * r["target"]] * 2, [y - 0.45, y + 0.45], color="k", lw=1.5)
     ax.plot([], [], color="k", lw=1.5, label="target")
-    ax.set_yticks(list(ys), [setting_label(r) for r in rows], fontsize=7)
+    ax.set_yticks(list(ys), [display_name(r["policy"], r["ce"], r["cache"]) for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("beyond the forward, % of the forward's time", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
@@ -91,4 +88,4 @@ def draw_loop(result: dict, title: str = ""):
     return fig
 
 
-__all__ = ["PHASE_COLUMNS", "loop_results", "setting_label", "loop_rows", "loop_caption", "draw_loop"]
+__all__ = ["PHASE_COLUMNS", "loop_results", "loop_rows", "loop_caption", "draw_loop"]

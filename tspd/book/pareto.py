@@ -19,22 +19,18 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tspd.book.claims.runs import _paired, point_series, sweep_aups
+from tspd.decoding.names import display_name
 from tspd.eval.aup import ALPHA, DROP, aups, point
 from tspd.provenance import REPO_ROOT
 
 RECORD = REPO_ROOT / "results" / "pareto.json"
-REFERENCE = "TSPD + CE"   # the controller every other is divided by in the ratio column, cache by cache
+REFERENCE = display_name("tspd", True)   # the controller every other is divided by in the ratio column, cache by cache
+Sweeps = Mapping[tuple[str, str], Sequence[tuple[object, object]]]   # (controller, cache) -> [(setting, RunResult)]
 
 
 def name(controller: str, cache: str) -> str:
-    """A sweep's name: ``TSPD + CE / dual`` (controller / KV cache)."""
+    """A sweep's name in the record: ``TSPD + CE / dual`` (controller / KV cache)."""
     return f"{controller} / {cache}"
-
-
-def parts(sweep: str) -> tuple[str, str]:
-    """``TSPD + CE / dual`` -> (``TSPD + CE``, ``dual``)."""
-    controller, _, cache = sweep.rpartition(" / ")
-    return controller, cache
 
 
 def record_path(results_dir: str | None) -> Path:
@@ -42,23 +38,24 @@ def record_path(results_dir: str | None) -> Path:
     return Path(results_dir).expanduser().resolve() / "pareto.json" if results_dir else RECORD
 
 
-def sweep_points(sweeps: Mapping[str, Sequence[tuple[object, object]]]) -> dict[str, list[dict]]:
-    """``{sweep: [(setting, RunResult)]}`` -> ``{sweep: [{setting, key, tpf, accuracy}]}`` by TPF."""
+def sweep_points(sweeps: Sweeps) -> dict[tuple[str, str], list[dict]]:
+    """``{(controller, cache): [(setting, RunResult)]}`` -> ``{(controller, cache): [{setting, key, tpf, accuracy}]}``
+    by TPF."""
     out = {}
-    for name, runs in sweeps.items():
+    for sweep, runs in sweeps.items():
         pts = []
         for setting, r in runs:
             rho, acc = point(r.samples)
             pts.append({"setting": setting, "key": r.key, "tpf": rho, "accuracy": acc})
-        out[name] = sorted(pts, key=lambda p: p["tpf"])
+        out[sweep] = sorted(pts, key=lambda p: p["tpf"])
     return out
 
 
-def sweep_aup(sweeps: Mapping[str, Sequence[tuple[object, object]]], reference: str | None = REFERENCE,
-              n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
-    """Per sweep (named by :func:`name`): ``aup`` and its interval ``lo`` / ``hi``, ``y_max`` of all
-    sweeps, and where the ``reference`` controller has a sweep under the same cache, ``ratio`` = AUP /
-    the reference's AUP with its interval."""
+def sweep_aup(sweeps: Sweeps, reference: str | None = REFERENCE, n_boot: int = 2000, seed: int = 0,
+              level: float = 0.95) -> dict[tuple[str, str], dict]:
+    """Per sweep, (controller, cache): ``aup`` and its interval ``lo`` / ``hi``, ``y_max`` of all sweeps, and
+    where the ``reference`` controller has a sweep under the same cache, ``ratio`` = AUP / the reference's
+    AUP with its interval."""
     names = list(sweeps)
     runs = [r for m in names for _, r in sweeps[m]]
     for r in runs[1:]:
@@ -83,7 +80,7 @@ def sweep_aup(sweeps: Mapping[str, Sequence[tuple[object, object]]], reference: 
         got = np.array([b[m] for b in boots])
         lo, hi = np.percentile(got, [tail, 100 - tail])
         out[m] = {"aup": value[m], "lo": float(lo), "hi": float(hi), "y_max": y_max}
-        ref = name(reference, parts(m)[1]) if reference else None
+        ref = (reference, m[1]) if reference else None
         if ref in value and value[ref] > 0:
             ratios = got / np.maximum(np.array([b[ref] for b in boots]), 1e-12)
             rlo, rhi = np.percentile(ratios, [tail, 100 - tail])
@@ -91,14 +88,14 @@ def sweep_aup(sweeps: Mapping[str, Sequence[tuple[object, object]]], reference: 
     return out
 
 
-def record(model: str, n: int, tasks: Mapping[str, Mapping[str, Sequence[tuple[object, object]]]],
-           seed: int = 0) -> dict:
-    """The page's record: per task, every sweep's points (with their runs' keys) and AUP."""
+def record(model: str, n: int, tasks: Mapping[str, Sweeps], seed: int = 0) -> dict:
+    """The page's record: per task, every sweep's points (with their runs' keys) and AUP, under its
+    :func:`name`."""
     out = {"notebook": "pareto", "model": model, "n": n, "alpha": ALPHA, "drop": DROP, "seed": seed, "tasks": {}}
     for task, sweeps in tasks.items():
         points = sweep_points(sweeps)
         scores = sweep_aup(sweeps, seed=seed)
-        out["tasks"][task] = {m: {"points": points[m], **scores[m]} for m in sweeps}
+        out["tasks"][task] = {name(*m): {"points": points[m], **scores[m]} for m in sweeps}
     return json.loads(json.dumps(out))
 
 
@@ -116,4 +113,4 @@ def recomputed_aups(task_record: Mapping[str, dict]) -> dict[str, float]:
     return aups({m: [(p["tpf"], p["accuracy"]) for p in s["points"]] for m, s in task_record.items()})
 
 
-__all__ = ["RECORD", "REFERENCE", "name", "parts", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]
+__all__ = ["RECORD", "REFERENCE", "Sweeps", "name", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]

@@ -15,25 +15,18 @@ from typing import Callable
 
 from tspd.book.loop_speed import share_text
 from tspd.book.record import accuracy_text
+from tspd.decoding.names import display_name, slug
 from tspd.eval.results import wilson
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.records import (bench_loop, bench_step, cache_agreement as agreement_record, controller_table,
                           fresh_clone, lmeval_example, regime, train_lm_evals, train_lm_probes)
 from tspd.records.files import shown
 
-POLICY_NAMES = {"vanilla": "vanilla", "fast-dllm": "Fast-dLLM", "credit": "Credit Decoding", "prophet": "Prophet",
-                "learn2pd": "Learn2PD", "tspd": "TSPD"}
-
 
 def span_of(values, fmt: str) -> str:
     """``lo-hi`` of ``values`` in format ``fmt``, or the one value when both read the same."""
     lo, hi = f"{min(values):{fmt}}", f"{max(values):{fmt}}"
     return lo if lo == hi else f"{lo}-{hi}"
-
-
-def _decoder_name(policy: str, ce: bool) -> str:
-    """A policy as prose names it, with `` + CE`` when Confidence Extrapolation is on."""
-    return POLICY_NAMES.get(policy, policy) + (" + CE" if ce else "")
 
 
 def _pct(share: float) -> str:
@@ -201,8 +194,7 @@ def controller_comparisons(seed: int = 0, table: controller_table.ControllerTabl
     series = {k: _Series(v, ids) for k, v in runs.items()}
 
     def label(k):
-        name = _decoder_name(k[0], k[1])
-        return name + ("" if k[2] == "none" else f", {k[2]} cache")
+        return display_name(k[0], k[1]) + ("" if k[2] == "none" else f", {k[2]} cache")
 
     def compare(how, a, b):
         return how({label(a): series[a], label(b): series[b]}, label(a), label(b), seed=seed)
@@ -242,7 +234,7 @@ def controller_overview(table: controller_table.ControllerTable | None = None) -
 def cache_agreement(result: agreement_record.CacheAgreement | None = None) -> str:
     result = result or agreement_record.load()
     rows = result.rows
-    keeps = "; ".join(f"{POLICY_NAMES.get(p, p)} on " + " and ".join(f"{_pct(r['same_answer'])} ({r['cache']})" for r in rs)
+    keeps = "; ".join(f"{display_name(p)} on " + " and ".join(f"{_pct(r['same_answer'])} ({r['cache']})" for r in rs)
                       for p, rs in result.by_policy().items())
     parted = sum(r["parted"] for r in rows)
     near = sum(r.get("near_tie", 0) for r in rows)
@@ -259,9 +251,6 @@ def cache_agreement(result: agreement_record.CacheAgreement | None = None) -> st
 # ------------------------------------------------------------------------------------------------
 # The book model's regime record (tspd.records.regime, tspd.eval.regime_record)
 # ------------------------------------------------------------------------------------------------
-_DECODERS = {"vanilla": "vanilla", "fast": "Fast-dLLM", "tspd_ce": "TSPD + CE"}
-
-
 def regime_summary(model: str = DEFAULT_MODEL) -> str:
     """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
     which of the regime targets it meets (:data:`tspd.eval.regime_record.REGIME_TARGETS`): a bound is met when the whole
@@ -277,7 +266,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
     by_cache: dict[str, list[tuple[str, dict]]] = {}
     for t in found:
         if t["target"] == "cache_cost":
-            by_cache.setdefault(t["cache"], []).append((_DECODERS.get(t["decoder"], t["decoder"]), t))
+            by_cache.setdefault(t["cache"], []).append((display_name(t["policy"], t["ce"]), t))
             continue
         if t["target"] == "vanilla":
             words = f"vanilla >= {t['bound']:g} %"
@@ -357,14 +346,17 @@ def gpu_speed(device: str = "NVIDIA-H200", rec: bench_step.BenchStep | None = No
     rec = rec or bench_step.load(device)
     row = rec.batch(1)
     ms = lambda step: f"{1e3 * row[step]['seconds']:.2f} ms"   # noqa: E731
-    fast = [g["control_fraction_of_forward"] for k, g in row["generate"].items() if k.endswith("/dual/fast")]
-    same = all(p["same_tokens"] and p["same_nfe"] for k, p in row["parity"].items() if "/" in k)
+    timed, checked = bench_step.decoding_entries(row["generate"]), bench_step.decoding_entries(row["parity"])
+    fast = [row["generate"][k]["control_fraction_of_forward"] for k, (*_, cache, on) in timed.items()
+            if cache == "dual" and on]
+    same = all(row["parity"][k]["same_tokens"] and row["parity"][k]["same_nfe"] for k in checked)
     return (f"at LLaDA-8B's shape, {rec.dtype}, batch 1, prompt {row['prompt']} + {row['gen']}, block "
             f"{row['block']}, on the {rec.device} the fast path's dual-cache step takes {ms('dual_step_fast')} (eager "
             f"{ms('dual_step')}: {row['dual_step']['kernels']:,} kernel launches a step) and the full forward "
             f"{ms('full_forward_fast')} (roofline floor {1e3 * row['full_forward']['floor_seconds']:.2f} ms); the fast path "
             f"decodes {'the same' if same else 'NOT the same'} tokens with the same NFE as the eager loop for "
-            f"{', '.join(k.split('/')[0] for k in row['parity'] if '/' in k)} with the dual cache; controller + CE take "
+            f"{', '.join(dict.fromkeys(slug(p, ce) for p, ce, *_ in checked.values()))} with the dual cache; "
+            f"controller + CE take "
             f"{span_of([100 * f for f in fast], '.1f')} % of a fast-path forward "
             f"(`{shown(bench_step.DIRECTORY) / rec.name}`)")
 
@@ -380,11 +372,11 @@ def loop_overhead(name: str | None = None, directory: str | Path | None = None) 
 def _loop_file(rec: bench_loop.BenchLoop) -> str:
     parts, met, missed = [], [], []
     for (policy, ce), rows in rec.target_groups().items():
-        label = _decoder_name(policy, ce)
         shares = " / ".join(share_text(r["rest_of_forward"], r["target"]) for r in rows)
-        parts.append(f"{label} {shares} % ({' / '.join(r['cache'] for r in rows)}; target {100 * rows[0]['target']:.0f} %)")
+        parts.append(f"{display_name(policy, ce)} {shares} % ({' / '.join(r['cache'] for r in rows)}; target "
+                     f"{100 * rows[0]['target']:.0f} %)")
         for r in rows:
-            (met if r["meets_target"] else missed).append(f"{label} / {r['cache']}")
+            (met if r["meets_target"] else missed).append(display_name(policy, ce, r["cache"]))
     return (f"on `{rec.model}` at gen {rec.gen_length} / block {rec.block_length}, batch 1, {rec.device}, "
             f"everything but the forward costs {'; '.join(parts)} of a forward; targets met: {', '.join(met) or 'none'}; "
             f"missed: {', '.join(missed) or 'none'} (`{shown(bench_loop.DIRECTORY) / rec.name}`, revision {rec.revision})")

@@ -1,6 +1,7 @@
 """Decoding: the one generation loop and what plugs into it (paper Section 3, Algorithm 1).
 
 - :mod:`tspd.decoding.config`: ``DecodeConfig``, how one generation is decoded, checked once
+- :mod:`tspd.decoding.names`: a decoding's names (``TSPD + CE``, ``tspd+ce/dual``), spelt in one place
 - :mod:`tspd.decoding.loop`: ``generate()``, block-wise masked denoising with a pluggable controller, and
   the pieces it reads like Algorithm 1 with: :mod:`~tspd.decoding.canvas` (the canvas X),
   :mod:`~tspd.decoding.window` (one forward over the window the cache needs), :mod:`~tspd.decoding.history`

@@ -25,6 +25,7 @@ import torch
 from tspd.decoding.controllers import REGISTRY, check_policy
 from tspd.decoding.controllers.weights import controller_weights
 from tspd.decoding.extrapolate import CEConfig
+from tspd.decoding import names
 from tspd.options import add_dataclass_arguments, as_key_values, key_values
 from tspd.validate import CACHE_MODES, UsageError, check_lengths
 
@@ -149,6 +150,16 @@ class DecodeConfig:
     @property
     def num_blocks(self) -> int:
         return self.gen_length // self.block_length
+
+    @property
+    def label(self) -> str:
+        """``TSPD + CE / dual``: the decoding as prose, tables and figures name it
+        (:func:`tspd.decoding.names.display_name`)."""
+        return names.display_name(self.policy, self.ce, self.cache)
+
+    def slug(self, sep: str = "/") -> str:
+        """``tspd+ce/dual`` (or ``tspd_ce_dual``, ``tspd|ce=on|cache=dual``): :func:`tspd.decoding.names.slug`."""
+        return names.slug(self.policy, self.ce, self.cache, sep)
 
     def to_dict(self) -> dict:
         """The settings as plain values."""

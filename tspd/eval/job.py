@@ -163,7 +163,7 @@ class RunConfig:
     @property
     def label(self) -> str:
         """A short human-readable name: ``arith/fast-dllm+ce/dual/L128``."""
-        return f"{self.task}/{self.policy}{'+ce' if self.ce else ''}/{self.cache}/L{self.gen_length}"
+        return f"{self.task}/{self.decode.slug()}/L{self.gen_length}"
 
 
 @dataclass(frozen=True)

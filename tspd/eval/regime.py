@@ -13,7 +13,7 @@ depend on, and an embedded model stands in for it only where it shares them:
 :func:`regime_figures` measures each on held-out problems through :func:`tspd.decoding.loop.generate`,
 the path of every benchmark: one row per decoding, with n, right answers and TPF. :func:`headline` turns the
 rows into the few numbers a training log tracks (``REGIME_COLUMNS``). The anchors are LLaDA-8B's, quoted
-as theirs (:data:`ANCHORS`).
+as theirs (:data:`ANCHORS`, :data:`CACHE_ANCHORS`).
 """
 from __future__ import annotations
 
@@ -25,9 +25,12 @@ from tspd.decoding.loop import generate
 # LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours.
 ANCHORS = {
     "fast_tpf": (2.77, "Fast-dLLM at 0.9 with the dual cache, TPF (d3LLM leaderboard data)"),
-    "fast_dual_cost": (0.8, "points the dual cache costs Fast-dLLM (paper Table 4: 79.3 to 78.5)"),
-    "tspd_ce_dual_cost": (0.6, "points the dual cache costs TSPD + CE (paper Table 4)"),
     "long_window_gap": (2.3, "largest vanilla loss at 512 / 1024 against 256 (paper Table 3)"),
+}
+# ... and what a KV cache costs a decoder, by (policy, CE, cache)
+CACHE_ANCHORS = {
+    ("fast-dllm", False, "dual"): (0.8, "points the dual cache costs Fast-dLLM (paper Table 4: 79.3 to 78.5)"),
+    ("tspd", True, "dual"): (0.6, "points the dual cache costs TSPD + CE (paper Table 4)"),
 }
 
 
@@ -77,22 +80,24 @@ def score(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 
 
 
 def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tuple[str, DecodeConfig, bool]]:
-    """``(name, decoding, long)`` of every figure; ``long`` ones run on the first ``cfg.long_n`` problems."""
+    """``(name, decoding, long)`` of every figure; ``long`` ones run on the first ``cfg.long_n`` problems.
+
+    The rows of vanilla, Fast-dLLM and TSPD + CE, with each cache, are named by their decoding
+    (:meth:`DecodeConfig.slug` with ``_``: ``vanilla``, ``fast_dual``, ``tspd_ce_prefix``); the fixed
+    schedules, one step per block and the longer windows by what they change (``fixed4``, ``block_step``,
+    ``vanilla_512``)."""
     base = dict(gen_length=gen_length, block_length=block_length)
-    fast = dict(policy="fast-dllm", threshold=cfg.threshold, **base)
-    out = [("vanilla", DecodeConfig.of(**base), False), ("fast", DecodeConfig.of(**fast), False)]
+    vanilla, fast = DecodeConfig.of(**base), DecodeConfig.of(policy="fast-dllm", threshold=cfg.threshold, **base)
+    ours = DecodeConfig.of(policy="tspd", ce=True, **base)   # the paper's method, with the model's own controller
+    out = [(d.slug("_"), d, False) for d in (vanilla, fast)]
     out += [(f"fixed{k}", DecodeConfig.of(steps=gen_length // k, **base), False) for k in cfg.tokens_per_step]
     if cfg.block_step:
         out.append(("block_step", DecodeConfig.of(steps=gen_length // block_length, **base), False))
-    ours = dict(policy="tspd", ce=True, **base)   # the paper's method, with the model's own controller
     if cfg.tspd_ce:
-        out.append(("tspd_ce", DecodeConfig.of(**ours), False))
+        out.append((ours.slug("_"), ours, False))
+    cached = [d for d, on in ((vanilla, cfg.vanilla_caches), (fast, True), (ours, cfg.tspd_ce)) if on]
     for cache in cfg.caches:
-        if cfg.vanilla_caches:
-            out.append((f"vanilla_{cache}", DecodeConfig.of(cache=cache, **base), False))
-        out.append((f"fast_{cache}", DecodeConfig.of(cache=cache, **fast), False))
-        if cfg.tspd_ce:
-            out.append((f"tspd_ce_{cache}", DecodeConfig.of(cache=cache, **ours), False))
+        out += [(d.slug("_"), d, False) for d in (d.replace(cache=cache) for d in cached)]
     for w in cfg.long_windows:
         out.append((f"vanilla_{w}", DecodeConfig.of(gen_length=w, block_length=block_length), True))
     return out

@@ -17,7 +17,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from tspd.eval.regime import ANCHORS, FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, decodings, paired_gap, score
+from tspd.decoding.names import slug
+from tspd.eval.regime import (ANCHORS, CACHE_ANCHORS, FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, decodings,
+                               paired_gap, score)
 from tspd.eval.results import wilson
 from tspd.models.loading import DEFAULT_MODEL, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
@@ -37,6 +39,9 @@ REGIME_TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (
                   "cache_cost": (2.0, "max", "largest cost of a cache, points"),
                   "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
 FIXED_TARGETS = {4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
+# the decoders whose cost of each cache is a target, as (policy, CE): vanilla, Fast-dLLM, TSPD + CE (their rows are
+# named by slug(..., sep="_"): fast, fast_dual)
+CACHED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -103,7 +108,8 @@ def targets(record: dict) -> list[dict]:
     out = []
 
     def add(key, what, value, lo, hi, anchor=None, **about):
-        """``about``: what the row measures, for readers of the list (cache, decoder, window, tokens_per_step)."""
+        """``about``: what the row measures, for readers of the list (cache, decoder: its row's name, and its policy
+        and ce; window, tokens_per_step)."""
         bound, kind, label = REGIME_TARGETS[key]
         met = (lo >= bound) if kind == "min" else (hi <= bound)
         out.append({"target": key, "what": what or label, "value": value, "lo": lo, "hi": hi, "bound": bound,
@@ -124,13 +130,14 @@ def targets(record: dict) -> list[dict]:
     if "block_step" in rows:
         add("block_step_loss", None, *paired_gap(v["right"], rows["block_step"]["right"]),
             tokens_per_step=record["block_length"])
-    for base in ("vanilla", "fast", "tspd_ce"):
+    for policy, ce in CACHED:
+        base = slug(policy, ce, sep="_")
         for cache in record["config"]["caches"]:
-            if f"{base}_{cache}" in rows and base in rows:
-                anchor = {("fast", "dual"): ANCHORS["fast_dual_cost"],
-                          ("tspd_ce", "dual"): ANCHORS["tspd_ce_dual_cost"]}.get((base, cache))
+            cached = slug(policy, ce, cache, sep="_")
+            if cached in rows and base in rows:
                 add("cache_cost", f"the {cache} cache costs {base}, points",
-                    *paired_gap(rows[base]["right"], rows[f"{base}_{cache}"]["right"]), anchor, cache=cache, decoder=base)
+                    *paired_gap(rows[base]["right"], rows[cached]["right"]), CACHE_ANCHORS.get((policy, ce, cache)),
+                    cache=cache, decoder=base, policy=policy, ce=ce)
     for w in record["config"]["long_windows"]:
         if f"vanilla_{w}" in rows:
             add("long_gap", f"vanilla at {w} loses against {record['gen_length']}, points",

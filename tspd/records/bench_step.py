@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tspd.decoding.names import by_slug, slug
 from tspd.provenance import REPO_ROOT
 from tspd.records.device_files import write_device_file
 from tspd.records.files import read_json
@@ -22,6 +23,21 @@ class BenchStep:
 
     def batch(self, size: int) -> dict:
         return next(r for r in self.rows if r["batch"] == size)
+
+
+def entry_key(policy: str, ce: bool, cache: str, fast: bool = False) -> str:
+    """The key of a decoding's entry in a row's ``generate`` or ``parity``: its slug, then ``/fast`` for the
+    CUDA-graph fast path (``tspd+ce/dual/fast``)."""
+    return slug(policy, ce, cache) + ("/fast" if fast else "")
+
+
+def decoding_entries(entries: dict) -> dict[str, tuple[str, bool, str, bool]]:
+    """Key -> ``(policy, ce, cache, fast)`` of each of ``entries`` (a row's ``generate`` or ``parity``) that is a
+    decoding's, in stored order: found among the keys :func:`entry_key` makes (a parity row's
+    ``dual_step_max_abs_logit_diff`` is none of them)."""
+    known = {entry_key(p, ce, cache, fast): (p, ce, cache, fast)
+             for p, ce, cache in by_slug().values() if cache is not None for fast in (False, True)}
+    return {k: known[k] for k in entries if k in known}
 
 
 def load(device: str, directory: str | Path | None = None) -> BenchStep:
