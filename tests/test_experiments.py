@@ -309,3 +309,27 @@ def test_committed_rows_carry_the_config_id_of_their_job():
             assert config_id(experiments.EvalJob(run, rows).row_config()) == first["config"], meta_path.name
             checked += 1
     assert checked >= 20
+
+
+def test_a_notebook_job_reads_config_json_once(registry, monkeypatch):
+    """The notebook path (base_run, method_config, the registry's key, fingerprint and evaluation) opens the
+    checkpoint once: the RunConfig carries it whole, so nothing reads the model's config.json again."""
+    from pathlib import Path
+
+    from tspd import book
+    calls, tmp, fake = registry
+    reads = []
+    for method in ("read_bytes", "read_text"):
+        real = getattr(Path, method)
+
+        def counted(self, *args, _real=real, **kwargs):
+            if self.name == "config.json":
+                reads.append(self)
+            return _real(self, *args, **kwargs)
+        monkeypatch.setattr(Path, method, counted)
+    base = book.base_run({"model": TEST_MODEL, "limit": 2, "gen_length": 0, "block_length": 0}, task="fake")
+    run = book.method_config(base, "F-dLLM")
+    assert run.key and run.gen_length == decode_lengths(base.checkpoint)[0]
+    res = experiments.result(run, results_dir=tmp, progress=False, **fake)
+    assert res.computed == 2 and calls["loads"] == 1
+    assert len(reads) == 1, reads

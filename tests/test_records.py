@@ -116,3 +116,24 @@ def test_a_checkpoints_own_records(model, tmp_path):
     if rec is not None:
         assert rec.path == ZOO / model / "regime.json" and rec.rows and rec.gen_length > rec.block_length > 0
     assert train_lm_evals.load("/no/such/model") is None and regime.load(tmp_path) is None
+
+
+def test_one_jsonl_reader_drops_a_torn_last_line_only_when_told(tmp_path):
+    """tspd.records.files.read_jsonl: blank lines skipped, a bad line one line naming it, ``partial_ok`` drops (and
+    cuts) a last line without its newline, gzip read alike; append_jsonl writes whole lines."""
+    import gzip
+
+    from tspd.records.files import append_jsonl, read_jsonl
+    path = tmp_path / "x.jsonl"
+    append_jsonl(path, [{"id": 1}, {"id": 2}])
+    path.write_text(path.read_text() + "\n" + '{"id": 3')
+    assert read_jsonl(path, partial_ok=True) == [{"id": 1}, {"id": 2}] and path.read_text().endswith("}\n\n")
+    path.write_text(path.read_text() + '{"id": 3}')                  # a hand-written file without its last newline
+    assert read_jsonl(path)[-1] == {"id": 3}
+    with pytest.raises(KeyError, match=r"x.jsonl:2: bad \(row 2\)"):
+        read_jsonl(path, error=KeyError, check=lambda r: "bad (row 2)" if r["id"] == 2 else None)
+    (tmp_path / "y.jsonl").write_text('{"id": 1}\nnope\n')
+    with pytest.raises(ValueError, match=r"y.jsonl:2: not valid JSON"):
+        read_jsonl(tmp_path / "y.jsonl")
+    (tmp_path / "z.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n'))
+    assert read_jsonl(tmp_path / "z.jsonl.gz") == [{"a": 1}] and read_jsonl(tmp_path / "no.jsonl", missing_ok=True) == []

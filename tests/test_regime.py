@@ -25,7 +25,7 @@ def test_summary_gives_costs_in_points_of_accuracy():
             "block_step": _row(5), "vanilla_prefix": _row(89),
             "vanilla_dual": _row(91), "fast_prefix": _row(88), "fast_dual": _row(85), "vanilla_512": _row(20, 24),
             "vanilla_short": _row(22, 24)}
-    s = headline(rows)
+    s = headline(rows, RegimeConfig(), 256, 32)      # the longer window: twice the checkpoint's
     assert tuple(s) == REGIME_COLUMNS
     assert s["fast_tpf"] == 5.5 and s["fixed_loss"] == pytest.approx(10.0) and s["fast_loss"] == pytest.approx(2.0)
     assert s["fixed8_loss"] == pytest.approx(40.0) and s["block_step_loss"] == pytest.approx(85.0)
@@ -33,7 +33,7 @@ def test_summary_gives_costs_in_points_of_accuracy():
     assert s["vanilla_prefix_cost"] == pytest.approx(1.0) and s["vanilla_dual_cost"] == pytest.approx(-1.0)
     assert s["fast_dual_cost"] == pytest.approx(3.0) and s["long_accuracy"] == pytest.approx(20 / 24)
     assert s["long_gap"] == pytest.approx(100 * 2 / 24, abs=0.01)
-    assert headline({k: v for k, v in rows.items() if k != "vanilla_512"}, RegimeConfig(long_windows=()))["long_gap"] is None
+    assert headline({k: v for k, v in rows.items() if k != "vanilla_512"}, RegimeConfig(long_windows=()), 256, 32)["long_gap"] is None
 
 
 def test_training_evaluations_can_leave_out_the_costly_vanilla_cache_rows():
@@ -41,7 +41,7 @@ def test_training_evaluations_can_leave_out_the_costly_vanilla_cache_rows():
                                                            block_step=False), 256, 32)}
     assert names == {"vanilla", "fast", "fixed4", "fast_prefix", "fast_dual"}
     assert headline({"vanilla": _row(90), "fast": _row(90, tpf=3.0), "fixed4": _row(80), "fast_dual": _row(89)},
-                    RegimeConfig(long_windows=()))["vanilla_dual_cost"] is None
+                    RegimeConfig(long_windows=()), 256, 32)["vanilla_dual_cost"] is None
 
 
 def test_a_record_from_before_the_schedules_were_a_list_reads_back():

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tspd.eval.regime import paired_gap
-from tspd.eval.regime_record import SECTION, markdown, targets, write_section
+from tspd.eval.regime import SECTION, markdown, targets, write_section
 
 
 def _row(right, tpf=1.0):
@@ -125,7 +125,7 @@ def test_a_shipped_regime_record_reproduces(name, rows):
     """The first batch of the committed record, decoded again with the current code, answers alike."""
     from tspd.decoding.config import DecodeConfig
     from tspd.eval.regime import RegimeConfig, decodings, score
-    from tspd.eval.regime_record import weights_hash
+    from tspd.eval.regime import weights_hash
     from tspd.eval.tasks.generated import generated_task
     from tspd.models.loading import load_model, resolve_path
     path = resolve_path(name)
@@ -142,7 +142,7 @@ def test_a_shipped_regime_record_reproduces(name, rows):
 
 
 def test_a_record_names_who_measured_its_rows():
-    from tspd.eval.regime_record import measured_by
+    from tspd.eval.regime import measured_by
     old = {"command": "old", "git": "a", "device": "cpu", "rows": {"vanilla": {}}}
     new = {"command": "new", "git": "b", "device": "cpu"}
     assert measured_by({}, new, True) == new                                    # every row new

@@ -19,7 +19,7 @@ COMMANDS = {
     "train-controller": ("tspd.training.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
     "bench-loop": ("tspd.bench.loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
-    "regime": ("tspd.eval.regime_record", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
+    "regime": ("tspd.eval.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
     "controller-table": ("tspd.book.controller_table", "the README's controller table: every controller, CE and cache"),
     "cache-agreement": ("tspd.eval.cache_agreement_table", "where cached decodings part from their no-cache twin"),
     "lmeval-example": ("tspd.eval.lmeval_example", "run the README's lm-eval example and store what it measured"),

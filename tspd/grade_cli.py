@@ -15,6 +15,7 @@ from pathlib import Path
 from tspd.eval.harness import grade_batch
 from tspd.eval.results import reason_kind
 from tspd.eval.tasks import TASKS, TaskDataError, get_task
+from tspd.records.files import read_jsonl
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,19 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def read_completions(path: str | Path) -> list[dict]:
     """``{"id", "completion"}`` rows; a malformed line is a one-line ValueError naming it."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-            if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("completion"), str):
-                raise ValueError(f"{path}:{i}: each row needs 'id' and a string 'completion'")
-            rows.append(row)
-    return rows
+    return read_jsonl(path, check=_completion_complaint)
+
+
+def _completion_complaint(row) -> str | None:
+    if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("completion"), str):
+        return "each row needs 'id' and a string 'completion'"
+    return None
 
 
 def grade_rows(task, rows: list[dict], apply_stops: bool = False, chat: bool = False, workers: int = 1) -> list[dict]:

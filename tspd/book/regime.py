@@ -1,51 +1,23 @@
 """The regime page: is the book's model in the regime the paper studies, beside LLaDA-8B's anchors?
 
-The record is :mod:`tspd.eval.regime_record`'s ``regime.json`` in the checkpoint directory: read back
-when its weights and settings match, otherwise measured (only the missing rows). The page shows each
-target (:data:`tspd.eval.regime_record.REGIME_TARGETS`) with its 95 % interval, the bound, and LLaDA-8B-Instruct's
-value where a source gives one (their numbers, :data:`tspd.eval.regime.ANCHORS`).
+The record is ``regime.json`` in the checkpoint directory (:mod:`tspd.records.regime`), measured by
+:mod:`tspd.eval.regime` (``python -m tspd regime``: only the rows it lacks). This module presents it: each target
+(:data:`tspd.eval.regime.REGIME_TARGETS`) with its 95 % interval, the bound, and LLaDA-8B-Instruct's value where a
+source gives one (their numbers, :data:`tspd.eval.regime.ANCHORS`), and accuracy against tokens per step.
 """
 from __future__ import annotations
 
-import shlex
-
-from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig
-from tspd.eval.regime_record import measure, targets
+from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
 from tspd.eval.results import wilson
-from tspd.provenance import device_name, git_revision
-from tspd.records import regime as regime_file
-from tspd.validate import UsageError
 
 
-def regime_record(model: str, n: int = 500, long_n: int = 100, long_windows: tuple[int, ...] = (),
-                  batch: int = 100, device: str = "cpu", dtype: str | None = None, window: tuple[int, int] = (0, 0),
-                  log=None) -> dict:
-    """The checkpoint's regime record, measured where ``regime.json`` lacks a row (``long_windows`` empty:
-    twice the checkpoint's window; TSPD + CE when the checkpoint has its controller). ``window`` (gen_length,
-    block_length; 0: the checkpoint's own) may only name the checkpoint's own: the record is of that window."""
-    from tspd.eval.tasks.generated import generated_task
-    from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
-
-    checkpoint = Checkpoint.open(model)
-    path = checkpoint.path
-    spec = task_spec(checkpoint)
-    if not spec:
-        raise UsageError(f"{path} names no generated task in its config.json: the regime record is for "
-                         "train-lm checkpoints (a real LLaDA-8B's figures are the anchors themselves)")
-    own = (spec["gen_length"], spec["block_length"])
-    if any(w and w != o for w, o in zip(window, own)):
-        raise UsageError(f"the regime record is measured at the checkpoint's own window {own[0]} / {own[1]}; "
-                         f"leave gen_length and block_length at 0 (the longer windows are long_windows)")
-    cfg = RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or (2 * spec["gen_length"],),
-                       batch=batch, tspd_ce=(path / "controllers" / "tspd.json").is_file())
-    out = regime_file.path_of(path)
-    lm = load_model(checkpoint, device=device, dtype=dtype or None)
-    command = shlex.join(["python", "-m", "tspd", "regime", "--model", str(model), "--n", str(n), "--long-n",
-                          str(long_n), "--long-windows", ",".join(map(str, cfg.long_windows))])
-    meta = {"command": command, "git": git_revision() or "unknown",   # the stored record's where its rows are kept
-            "device": device_name(lm.device), "model": str(model), "weights": weights_hash(checkpoint),
-            "task": spec["name"], "gen_length": spec["gen_length"], "block_length": spec["block_length"]}
-    return measure(lm, generated_task(spec["name"]), cfg, out, meta, log=log or (lambda s: None))
+def regime_record(model: str, n: int = RegimeConfig.n, long_n: int = RegimeConfig.long_n,
+                  long_windows: tuple[int, ...] = (), batch: int = RegimeConfig.batch, device: str = "cpu",
+                  dtype: str | None = None, window: tuple[int, int] = (0, 0), log=None) -> dict:
+    """The notebook's call of :func:`tspd.eval.regime.measure_checkpoint` (quiet unless ``log``): ``long_windows`` empty means
+    twice the checkpoint's window, ``window`` (0: the checkpoint's own) may only name the checkpoint's own."""
+    cfg = RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or None, batch=batch)
+    return measure_checkpoint(model, cfg, device=device, dtype=dtype, window=window, log=log or (lambda s: None))
 
 
 def target_rows(record: dict) -> list[dict]:
@@ -130,8 +102,10 @@ def parallel_rows(record: dict) -> list[dict]:
     """Accuracy against tokens per step: vanilla at 1, each fixed schedule, one step per block (its block's
     length), with 95 % intervals; Fast-dLLM 0.9 apart (``k`` its TPF). LLaDA-8B's are :func:`parallel_figure`'s."""
     rows, out = record["rows"], []
-    names = [("vanilla", 1)] + sorted(((n, int(n[5:])) for n in rows if n.startswith("fixed")), key=lambda x: x[1])
-    names += [("block_step", record["block_length"])] if "block_step" in rows else []
+    planned = plan(RegimeConfig.from_dict(record["config"]), record["gen_length"], record["block_length"])
+    names = [("vanilla", 1)] + sorted(((r.name, r.tokens_per_step) for r in planned if r.kind == "fixed"),
+                                      key=lambda x: x[1])
+    names += [(r.name, r.tokens_per_step) for r in planned if r.kind == "block_step"]
     for name, k in names + [("fast", None)]:
         if name in rows:
             r = rows[name]

@@ -48,7 +48,7 @@ import torch
 from tspd.decoding.config import decode_options
 from tspd.decoding.loop import generate
 from tspd.eval import harness
-from tspd.eval.job import EvalJob, EvalOptions, RunConfig
+from tspd.eval.job import EvalJob, EvalOptions, RunConfig, opened
 from tspd.eval.results import ResultsError, ResultsFile, summarize
 from tspd.eval.tasks import get_task
 from tspd.models.loading import Checkpoint, CheckpointError, LoadedModel, load_model
@@ -216,10 +216,9 @@ def result(config: RunConfig, progress: bool = True, results_dir: str | Path | N
     samples = task.samples(config.limit)
 
     meta = json.loads(paths["meta"].read_text()) if paths["meta"].exists() else None
-    try:   # opened once: fingerprinted here, checked and loaded by the harness (stored runs need no checkpoint)
-        checkpoint = Checkpoint.open(config.model)
-    except CheckpointError:
-        checkpoint = None
+    # opened once (by the config, or here): fingerprinted here, checked and loaded by the harness (stored runs
+    # need no checkpoint)
+    checkpoint = config.checkpoint or opened(config.model)
     fingerprint = model_fingerprint(checkpoint) if checkpoint else None
     stale = bool(meta and fingerprint and meta.get("model_fingerprint") not in (None, fingerprint))
     if stale:

@@ -269,7 +269,7 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
     may pass one it has already loaded).
     """
     config, options, out_path = job.config, job.options, job.out
-    checkpoint = None if config.model == REFERENCE else job.checkpoint or Checkpoint.open(config.model)
+    checkpoint = None if config.model == REFERENCE else job.checkpoint or config.checkpoint or Checkpoint.open(config.model)
     check_job(job, checkpoint)
     task = task or get_task(config.task, data_dir=options.data_dir, source=options.source)
     samples = task.samples(config.limit)            # limit None: every sample

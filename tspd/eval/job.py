@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from tspd.decoding.config import DecodeConfig, canonical
-from tspd.models.loading import DEFAULT_MODEL, Checkpoint, default_task
+from tspd.models.loading import DEFAULT_MODEL, Checkpoint, CheckpointError, default_task
 from tspd.provenance import local, portable
 from tspd.validate import CHAT_MODES, UsageError
 
@@ -36,6 +36,15 @@ _OPTIONAL_DECODE = ("temperature", "confidence_dtype", "fast")
 _DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
 
 
+def opened(model: "str | Checkpoint") -> Checkpoint | None:
+    """``model``'s checkpoint, opened (its ``config.json`` read once), or None where there is none here (a
+    stored run of a model this machine lacks is still read back by its key)."""
+    try:
+        return Checkpoint.open(model)
+    except CheckpointError:
+        return None
+
+
 @dataclass(frozen=True, init=False)
 class RunConfig:
     """One benchmark run: a :class:`DecodeConfig` plus what it runs on. Defaults: the book's model
@@ -45,7 +54,8 @@ class RunConfig:
     (``RunConfig(policy="tspd", ce=True)``); the ones every key names are properties (``config.cache``),
     the others are read from ``decode`` (``config.decode.seed``). The window is
     resolved on construction (None: the checkpoint's own, from ``checkpoint`` when the caller has
-    opened it, else from the model's ``config.json``; ``steps`` None: ``gen_length``), and so is the task
+    opened it, else from the model's ``config.json``, read once: the opened checkpoint is kept in
+    ``checkpoint`` for the registry and the harness; ``steps`` None: ``gen_length``), and so is the task
     (None: the one the model was trained on, :func:`~tspd.models.loading.default_task`), the sampling
     seed None means 0 (a stored run is always seeded; it matters only at temperature > 0), ``limit``
     None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
@@ -59,6 +69,10 @@ class RunConfig:
     device: str = "cpu"
     dtype: str | None = None
     batch_size: int = 1                # prompts per generate() call
+    # the model's checkpoint as opened for this run (given, or opened here when the task or window came from it;
+    # None: not opened yet, or no checkpoint on this machine): what the registry fingerprints and the harness
+    # loads, so that a job reads config.json once. Not part of the key, nor of equality.
+    checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
 
     def __init__(self, model: str = DEFAULT_MODEL, task: str | None = None, decode: DecodeConfig | None = None,
                  limit: int | None = None, device: str = "cpu", dtype: str | None = None, batch_size: int = 1,
@@ -80,9 +94,12 @@ class RunConfig:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
+        if checkpoint is None and (task is None or not (decode.gen_length and decode.block_length)):
+            checkpoint = opened(model)
         fields = dict(model=model, task=task or default_task(checkpoint or model),
                       decode=decode.resolved(checkpoint or model), limit=None if not limit else int(limit),
-                      device=str(torch.device(device)), dtype=str(dtype).replace("torch.", ""), batch_size=batch_size)
+                      device=str(torch.device(device)), dtype=str(dtype).replace("torch.", ""), batch_size=batch_size,
+                      checkpoint=checkpoint)
         for name, value in fields.items():   # frozen: set once, here
             object.__setattr__(self, name, value)
 
@@ -158,6 +175,8 @@ class RunConfig:
         decode_changes = {k: changes.pop(k) for k in list(changes) if k in _DECODE_FIELDS or k == "threshold"}
         decode = DecodeConfig.of(changes.pop("decode", self.decode), **decode_changes)
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "decode"}
+        if str(changes.get("model", self.model)).rstrip("/") != self.model:
+            own["checkpoint"] = None      # another model: its own checkpoint, opened when needed
         return RunConfig(**{**own, **changes}, decode=decode)
 
     @property

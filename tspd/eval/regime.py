@@ -1,4 +1,4 @@
-"""The regime figures of a checkpoint: is an embedded model in the regime the paper studies?
+"""A checkpoint's regime figures, measured: is an embedded model in the regime the paper studies?
 
 LLaDA-8B-Instruct on GSM8K (256-token window, blocks of 32) has four properties that the paper's methods
 depend on, and an embedded model stands in for it only where it shares them:
@@ -10,17 +10,36 @@ depend on, and an embedded model stands in for it only where it shares them:
 - the KV caches are nearly free: the dual cache costs Fast-dLLM 0.8 points and TSPD + CE 0.6 (Table 4);
 - longer windows still answer: vanilla at 512 / 1024 within 2.3 points of 256 (Table 3).
 
-:func:`regime_figures` measures each on held-out problems through :func:`tspd.decoding.loop.generate`,
-the path of every benchmark: one row per decoding, with n, right answers and TPF. :func:`headline` turns the
-rows into the few numbers a training log tracks (``REGIME_COLUMNS``). The anchors are LLaDA-8B's, quoted
-as theirs (:data:`ANCHORS`, :data:`CACHE_ANCHORS`).
+:func:`plan` lists the rows (one per decoding, each :class:`Row` carrying what it varies) and :func:`score_rows`
+decodes held-out problems through :func:`tspd.decoding.loop.generate`, the path of every benchmark: n, right
+answers and TPF per row. Two callers: a training log's evaluations (:func:`regime_figures`, then :func:`headline`,
+the few numbers it tracks, ``REGIME_COLUMNS``) and ``python -m tspd regime`` (:func:`main`, :func:`measure_checkpoint`), which
+keeps the record ``regime.json`` beside the checkpoint (:mod:`tspd.records.regime`): the command, revision and
+device, one row per decoding with which problems it answered, written as each row is measured and keyed by the
+weights' hash, so that a rerun measures only what is missing, and :func:`targets`, the bounds the regime model is
+held to, also as a section of the checkpoint's ``TRAINING.md``. :mod:`tspd.book.regime` draws the record.
+The anchors are LLaDA-8B's, quoted as theirs (:data:`ANCHORS`, :data:`CACHE_ANCHORS`).
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
+import shlex
+import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
+from tspd.decoding.names import slug
+from tspd.eval.results import wilson
+from tspd.models.loading import DEFAULT_MODEL, Checkpoint, load_model, task_spec, weights_hash
+from tspd.provenance import device_name, git_revision
+from tspd.records import regime as regime_file
+from tspd.records.files import read_json, write_json
+from tspd.validate import UsageError
 
 # LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours.
 ANCHORS = {
@@ -40,12 +59,30 @@ CACHE_ANCHORS = {
 FIXED_ANCHORS = {1: 79.3, 2: 74.8, 4: 66.5, 8: 30.7}
 THRESHOLD_ANCHOR = (79.2, 3.25)
 
+SECTION = "## Regime record"
+# What a row's figures depend on (a fixed schedule's k is its own row, so adding one only adds a row).
+ROW_SETTINGS = ("n", "long_n", "threshold", "batch")
+# What the coupled-answers model is held to: (bound, "min" or "max", figure). A loss or cost is in points of
+# accuracy against vanilla (or against the same decoder without a cache, or at the checkpoint's window).
+REGIME_TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (1.5, "min", "Fast-dLLM 0.9 TPF"),
+                  "fast_loss": (2.0, "max", "Fast-dLLM 0.9 loses, points"),
+                  "fixed_loss": (8.0, "min", "4 tokens per step loses, points"),
+                  "fixed8_loss": (25.0, "min", "8 tokens per step loses, points"),
+                  "block_step_loss": (40.0, "min", "one step per block loses, points"),
+                  "cache_cost": (2.0, "max", "largest cost of a cache, points"),
+                  "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
+FIXED_TARGETS = {4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
+# the decoders whose cost of each cache is a target, as (policy, CE): vanilla, Fast-dLLM, TSPD + CE
+CACHED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))
+
 
 @dataclass(frozen=True)
 class RegimeConfig:
-    n: int = 100                 # problems for the window's own figures (caches, TPF, the fixed schedule)
-    long_n: int = 32             # problems for the longer windows (vanilla: a forward per token, so fewer)
-    long_windows: tuple[int, ...] = (512,)   # windows beyond the checkpoint's own, vanilla only
+    """What a regime record measures; the defaults are the command's (a training log's evaluations name their own).
+    Stored as the record's ``config`` (with the longer windows resolved), so its fields and their order are fixed."""
+    n: int = 500                 # problems for the window's own figures (caches, TPF, the fixed schedule)
+    long_n: int = 100            # problems for the longer windows (vanilla: a forward per token, so fewer)
+    long_windows: tuple[int, ...] | None = None   # windows beyond the checkpoint's own, vanilla only (None: twice it)
     threshold: float = 0.9       # Fast-dLLM's threshold (the leaderboard's TPF point)
     tokens_per_step: tuple[int, ...] = (2, 4, 8)   # fixed schedules (k tokens a step): what parallel decoding costs
     block_step: bool = True      # also one step per block (every token of a block in one forward)
@@ -61,6 +98,56 @@ class RegimeConfig:
         if isinstance(d["tokens_per_step"], int):   # a record from before the schedules were a list
             d["tokens_per_step"] = (d["tokens_per_step"],)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+    def at(self, gen_length: int) -> "RegimeConfig":
+        """The settings for a checkpoint of window ``gen_length``: the longer windows resolved."""
+        return self if self.long_windows is not None else dataclasses.replace(self, long_windows=(2 * gen_length,))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a record's plan: its name, its decoding, and what it varies. ``kind``: ``decoder`` (vanilla,
+    Fast-dLLM, TSPD + CE, with or without a cache: named by :meth:`DecodeConfig.slug` with ``_``), ``fixed`` (k
+    tokens a step), ``block_step`` (one step per block), ``long`` (vanilla in a longer window) or ``paired`` (vanilla
+    at the checkpoint's window on the longer windows' problems, their paired baseline)."""
+    name: str
+    decode: DecodeConfig
+    kind: str = "decoder"
+    tokens_per_step: int | None = None   # fixed and block_step: tokens a step commits
+    window: int | None = None            # long and paired: the window decoded in
+
+    @property
+    def long(self) -> bool:
+        """Decoded on the first ``long_n`` problems (else the first ``n``)."""
+        return self.kind in ("long", "paired")
+
+
+def plan(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[Row]:
+    """Every row of a record, in its order."""
+    cfg = cfg.at(gen_length)
+    base = dict(gen_length=gen_length, block_length=block_length)
+    vanilla, fast = DecodeConfig.of(**base), DecodeConfig.of(policy="fast-dllm", threshold=cfg.threshold, **base)
+    ours = DecodeConfig.of(policy="tspd", ce=True, **base)   # the paper's method, with the model's own controller
+    out = [Row(d.slug("_"), d) for d in (vanilla, fast)]
+    out += [Row(f"fixed{k}", DecodeConfig.of(steps=gen_length // k, **base), "fixed", k) for k in cfg.tokens_per_step]
+    if cfg.block_step:
+        out.append(Row("block_step", DecodeConfig.of(steps=gen_length // block_length, **base), "block_step",
+                       block_length))
+    if cfg.tspd_ce:
+        out.append(Row(ours.slug("_"), ours))
+    cached = [d for d, on in ((vanilla, cfg.vanilla_caches), (fast, True), (ours, cfg.tspd_ce)) if on]
+    for cache in cfg.caches:
+        out += [Row(d.slug("_"), d) for d in (d.replace(cache=cache) for d in cached)]
+    for w in cfg.long_windows:
+        out.append(Row(f"vanilla_{w}", DecodeConfig.of(gen_length=w, block_length=block_length), "long", window=w))
+    if cfg.long_windows:
+        out.append(Row("vanilla_short", vanilla, "paired", window=gen_length))
+    return out
+
+
+def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tuple[str, DecodeConfig, bool]]:
+    """``(name, decoding, long)`` of each row of :func:`plan` but the paired baseline."""
+    return [(r.name, r.decode, r.long) for r in plan(cfg, gen_length, block_length) if r.kind != "paired"]
 
 
 def score(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 100) -> dict:
@@ -79,45 +166,30 @@ def score(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 
             "tpf": tokens / forwards if forwards else None, "right": right, "texts": texts}
 
 
-def decodings(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[tuple[str, DecodeConfig, bool]]:
-    """``(name, decoding, long)`` of every figure; ``long`` ones run on the first ``cfg.long_n`` problems.
-
-    The rows of vanilla, Fast-dLLM and TSPD + CE, with each cache, are named by their decoding
-    (:meth:`DecodeConfig.slug` with ``_``: ``vanilla``, ``fast_dual``, ``tspd_ce_prefix``); the fixed
-    schedules, one step per block and the longer windows by what they change (``fixed4``, ``block_step``,
-    ``vanilla_512``)."""
-    base = dict(gen_length=gen_length, block_length=block_length)
-    vanilla, fast = DecodeConfig.of(**base), DecodeConfig.of(policy="fast-dllm", threshold=cfg.threshold, **base)
-    ours = DecodeConfig.of(policy="tspd", ce=True, **base)   # the paper's method, with the model's own controller
-    out = [(d.slug("_"), d, False) for d in (vanilla, fast)]
-    out += [(f"fixed{k}", DecodeConfig.of(steps=gen_length // k, **base), False) for k in cfg.tokens_per_step]
-    if cfg.block_step:
-        out.append(("block_step", DecodeConfig.of(steps=gen_length // block_length, **base), False))
-    if cfg.tspd_ce:
-        out.append((ours.slug("_"), ours, False))
-    cached = [d for d, on in ((vanilla, cfg.vanilla_caches), (fast, True), (ours, cfg.tspd_ce)) if on]
-    for cache in cfg.caches:
-        out += [(d.slug("_"), d, False) for d in (d.replace(cache=cache) for d in cached)]
-    for w in cfg.long_windows:
-        out.append((f"vanilla_{w}", DecodeConfig.of(gen_length=w, block_length=block_length), True))
+def score_rows(model, task, problems: list[dict], rows: list[Row], cfg: RegimeConfig, done: dict | None = None,
+               saved=None, log=None) -> dict[str, dict]:
+    """``{name: score row (no texts, with its seconds)}`` for each of ``rows`` in order, ``done`` kept as they are
+    (not measured again); ``saved(rows so far)`` after each row measured."""
+    out = dict(done or {})
+    for r in rows:
+        if r.name in out:
+            continue
+        t0 = time.time()
+        chosen = problems[:cfg.long_n] if r.long else problems[:cfg.n]
+        row = {k: v for k, v in score(model, task, chosen, r.decode, cfg.batch).items() if k != "texts"}
+        row["seconds"] = round(time.time() - t0, 1)
+        out[r.name] = row
+        if saved:
+            saved(out)
+        if log:
+            log(f"regime {r.name}: {row['correct']}/{row['n']}, TPF {row['tpf']:.2f}, {row['seconds']} s")
     return out
 
 
 def regime_figures(model, task, problems: list[dict], gen_length: int, block_length: int,
                    cfg: RegimeConfig = RegimeConfig(), log=None) -> dict[str, dict]:
-    """``{name: score row}`` for every decoding of :func:`decodings`, plus ``vanilla_short``: vanilla at
-    ``gen_length`` on the longer windows' problems, their paired baseline."""
-    rows = {}
-    for name, decode, long in decodings(cfg, gen_length, block_length):
-        chosen = problems[:cfg.long_n] if long else problems[:cfg.n]
-        rows[name] = {k: v for k, v in score(model, task, chosen, decode, cfg.batch).items() if k != "texts"}
-        if log:
-            log(f"regime {name}: {rows[name]['correct']}/{rows[name]['n']}, TPF {rows[name]['tpf']:.2f}")
-    if cfg.long_windows:
-        short = problems[:cfg.long_n]
-        rows["vanilla_short"] = {k: v for k, v in score(model, task, short, DecodeConfig.of(
-            gen_length=gen_length, block_length=block_length), cfg.batch).items() if k != "texts"}
-    return rows
+    """Every row of :func:`plan` (a training log's evaluation: nothing stored)."""
+    return score_rows(model, task, problems, plan(cfg, gen_length, block_length), cfg, log=log)
 
 
 def paired_gap(a: list[int], b: list[int], z: float = 1.96) -> tuple[float, float, float]:
@@ -138,21 +210,201 @@ REGIME_COLUMNS = ("fast_tpf", "fixed_loss", "vanilla_prefix_cost", "vanilla_dual
                   "fast_loss")
 
 
-def headline(rows: dict[str, dict], cfg: RegimeConfig = RegimeConfig()) -> dict[str, float | None]:
+def headline(rows: dict[str, dict], cfg: RegimeConfig, gen_length: int, block_length: int) -> dict[str, float | None]:
     """The figures a training log tracks, in points of accuracy (a cost is no-cache minus cached): Fast-dLLM's
     TPF, the fixed schedule's loss, what each cache costs vanilla and Fast-dLLM, and the first longer
     window's accuracy and its gap to the same problems at the checkpoint's window; a figure whose row was not
     measured is None."""
     acc = lambda name: rows[name]["accuracy"] if name in rows else None   # noqa: E731
     diff = lambda a, b: None if acc(a) is None or acc(b) is None else round(100 * (acc(a) - acc(b)), 2)   # noqa: E731
-    long = f"vanilla_{cfg.long_windows[0]}" if cfg.long_windows else None
-    figures = {"fast_tpf": rows["fast"]["tpf"], "fixed_loss": diff("vanilla", "fixed4"),
+    planned = plan(cfg, gen_length, block_length)
+    fixed = lambda k: next((r.name for r in planned if r.kind == "fixed" and r.tokens_per_step == k), "")   # noqa: E731
+    long = next((r.name for r in planned if r.kind == "long"), None)   # the first longer window
+    figures = {"fast_tpf": rows["fast"]["tpf"], "fixed_loss": diff("vanilla", fixed(4)),
                "vanilla_prefix_cost": diff("vanilla", "vanilla_prefix"), "vanilla_dual_cost": diff("vanilla", "vanilla_dual"),
                "fast_prefix_cost": diff("fast", "fast_prefix"), "fast_dual_cost": diff("fast", "fast_dual"),
                "long_accuracy": acc(long) if long else None, "long_gap": diff("vanilla_short", long) if long else None,
-               "fixed2_loss": diff("vanilla", "fixed2"), "fixed8_loss": diff("vanilla", "fixed8"),
+               "fixed2_loss": diff("vanilla", fixed(2)), "fixed8_loss": diff("vanilla", fixed(8)),
                "block_step_loss": diff("vanilla", "block_step"), "fast_loss": diff("vanilla", "fast")}
     return {k: figures[k] for k in REGIME_COLUMNS}
 
 
-__all__ = ["ANCHORS", "FIXED_ANCHORS", "THRESHOLD_ANCHOR", "RegimeConfig", "score", "decodings", "regime_figures", "REGIME_COLUMNS", "headline", "paired_gap"]
+# ------------------------------------------------------------------------------------------------
+# The record: python -m tspd regime
+# ------------------------------------------------------------------------------------------------
+def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) -> dict:
+    """Every row of :func:`plan` into ``out``, resumably: a stored row stays while the weights and what its
+    figures depend on (:data:`ROW_SETTINGS`) stay; the other settings (TSPD + CE, the caches, the longer windows)
+    only add or drop rows, so adding 1024 measures only 1024. Nothing measured: nothing written."""
+    gen_length, block_length = meta["gen_length"], meta["block_length"]
+    cfg = cfg.at(gen_length)
+    before = read_json(out) if out.is_file() else {}
+    settings = json.loads(json.dumps(dataclasses.asdict(cfg)))   # as stored (tuples become lists)
+    planned = plan(cfg, gen_length, block_length)
+    order = [r.name for r in planned]
+    kept = before.get("weights") == meta["weights"] and \
+        all((before.get("config") or {}).get(k) == settings[k] for k in ROW_SETTINGS)
+    rows = {name: row for name, row in before.get("rows", {}).items() if name in order} if kept else {}
+    missing = [name for name in order if name not in rows]
+    record = {**meta, **measured_by(before if rows else {}, meta, bool(missing)), "config": settings, "rows": rows}
+    if missing:
+        problems = task.load_split("test", max(cfg.n, cfg.long_n))
+        record["rows"] = score_rows(model, task, problems, planned, cfg, rows,
+                                    saved=lambda done: write_json(out, {**record, "rows": done}), log=log)
+    if list(record["rows"]) != order:   # rows added to a kept record take their place in the plan
+        record["rows"] = {name: record["rows"][name] for name in order}
+        write_json(out, record)
+    return record
+
+
+def measured_by(kept: dict, new: dict, measuring: bool) -> dict:
+    """Who measured a record's rows: ``new``'s command, revision and device where no row is kept, the kept
+    record's where nothing is measured, and both where rows are added to kept ones."""
+    fields = ("command", "git", "device")
+    if not kept.get("rows") or any(f not in kept for f in fields):
+        return {f: new[f] for f in fields}
+    if not measuring:
+        return {f: kept[f] for f in fields}
+    both = lambda f, word: kept[f] if kept[f] == new[f] else f"{kept[f]}; rows added {word} {new[f]}"   # noqa: E731
+    return {"command": new["command"], "git": both("git", "at"), "device": both("device", "on")}
+
+
+def measure_checkpoint(model: str = DEFAULT_MODEL, cfg: RegimeConfig = RegimeConfig(), tspd_ce: bool | None = None,
+           device: str = "cpu", dtype: str | None = None, window: tuple[int, int] = (0, 0), command: str | None = None,
+           out: str | Path | None = None, log=print) -> dict:
+    """The checkpoint's regime record (``<checkpoint>/regime.json``, or ``out``), measured where it lacks a row.
+
+    ``tspd_ce``: the TSPD + CE rows (None: when the checkpoint has its controller, ``controllers/tspd.json``);
+    ``window`` (gen_length, block_length; 0: the checkpoint's own) may only name the checkpoint's own, the window
+    the record is of; ``command``: how the record says it was made (None: the ``python -m tspd regime`` options
+    that make it)."""
+    from tspd.eval.tasks.generated import generated_task
+    checkpoint = Checkpoint.open(model)
+    path, spec = checkpoint.path, task_spec(checkpoint)
+    if not spec:
+        raise UsageError(f"{path} names no generated task in its config.json: the regime record is for train-lm "
+                         "checkpoints (a real LLaDA-8B's figures are the anchors themselves)")
+    own = (spec["gen_length"], spec["block_length"])
+    if any(w and w != o for w, o in zip(window, own)):
+        raise UsageError(f"the regime record is measured at the checkpoint's own window {own[0]} / {own[1]}; "
+                         f"leave gen_length and block_length at 0 (the longer windows are long_windows)")
+    has_tspd = (path / "controllers" / "tspd.json").is_file()
+    if tspd_ce and not has_tspd:
+        raise UsageError(f"--tspd-ce yes, but {path}/controllers has no tspd controller")
+    cfg = dataclasses.replace(cfg, tspd_ce=has_tspd if tspd_ce is None else tspd_ce).at(spec["gen_length"])
+    lm = load_model(checkpoint, device=device, dtype=dtype or None)
+    command = command or shlex.join(["python", "-m", "tspd", "regime", "--model", str(model), "--n", str(cfg.n),
+                                     "--long-n", str(cfg.long_n), "--long-windows", ",".join(map(str, cfg.long_windows))])
+    meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(lm.device),
+            "model": str(model), "weights": weights_hash(checkpoint), "task": spec["name"], "gen_length": own[0],
+            "block_length": own[1]}
+    out = Path(out) if out else regime_file.path_of(path)
+    return measure(lm, generated_task(spec["name"]), cfg, out, meta, log=log)
+
+
+def targets(record: dict) -> list[dict]:
+    """Each target of :data:`REGIME_TARGETS` with the measured value, its 95 % interval and whether it is met
+    (a bound is met only when the whole interval is on its side; a cost's interval is paired)."""
+    rows, out = record["rows"], []
+    planned = plan(RegimeConfig.from_dict(record["config"]), record["gen_length"], record["block_length"])
+
+    def add(key, what, value, lo, hi, anchor=None, **about):
+        """``about``: what the row measures, for readers of the list (cache, decoder: its row's name, and its policy
+        and ce; window, tokens_per_step)."""
+        bound, kind, label = REGIME_TARGETS[key]
+        met = (lo >= bound) if kind == "min" else (hi <= bound)
+        out.append({"target": key, "what": what or label, "value": value, "lo": lo, "hi": hi, "bound": bound,
+                    "kind": kind, "met": met, "point_met": value >= bound if kind == "min" else value <= bound,
+                    "anchor": anchor, **about})
+
+    v = rows["vanilla"]
+    lo, hi = wilson(v["correct"], v["n"])
+    add("vanilla", None, 100 * v["accuracy"], 100 * lo, 100 * hi)
+    add("fast_tpf", None, rows["fast"]["tpf"], rows["fast"]["tpf"], rows["fast"]["tpf"], ANCHORS["fast_tpf"])
+    add("fast_loss", None, *paired_gap(v["right"], rows["fast"]["right"]),
+        (round(FIXED_ANCHORS[1] - THRESHOLD_ANCHOR[0], 1), "Fast-dLLM paper, Fig. 5 (read from the plot)"))
+    fixed = {r.tokens_per_step: r.name for r in planned if r.kind == "fixed"}
+    for k, key in FIXED_TARGETS.items():
+        if fixed.get(k) in rows:
+            add(key, None, *paired_gap(v["right"], rows[fixed[k]]["right"]),
+                (round(FIXED_ANCHORS[1] - FIXED_ANCHORS[k], 1), "Fast-dLLM paper, Fig. 5 (read from the plot)"),
+                tokens_per_step=k)
+    for r in planned:
+        if r.kind == "block_step" and r.name in rows:
+            add("block_step_loss", None, *paired_gap(v["right"], rows[r.name]["right"]), tokens_per_step=r.tokens_per_step)
+    for policy, ce in CACHED:
+        base = slug(policy, ce, sep="_")
+        for cache in record["config"]["caches"]:
+            cached = slug(policy, ce, cache, sep="_")
+            if cached in rows and base in rows:
+                add("cache_cost", f"the {cache} cache costs {base}, points",
+                    *paired_gap(rows[base]["right"], rows[cached]["right"]), CACHE_ANCHORS.get((policy, ce, cache)),
+                    cache=cache, decoder=base, policy=policy, ce=ce)
+    paired = next((r.name for r in planned if r.kind == "paired"), None)
+    for r in planned:
+        if r.kind == "long" and r.name in rows:
+            add("long_gap", f"vanilla at {r.window} loses against {record['gen_length']}, points",
+                *paired_gap(rows[paired]["right"], rows[r.name]["right"]), ANCHORS["long_window_gap"], window=r.window)
+    return out
+
+
+def markdown(record: dict) -> list[str]:
+    """The record as a TRAINING.md section: every row, then the targets beside LLaDA-8B's anchors."""
+    lines = [SECTION, "", f"`{record['command']}` (revision {record['git']}, {record['device']}); window "
+             f"{record['gen_length']} / block {record['block_length']}; `regime.json` holds every row.", "",
+             "| decoding | accuracy (95 % interval) | n | TPF | forwards (batch max) |", "|---|---|---|---|---|"]
+    for name, r in record["rows"].items():
+        lo, hi = wilson(r["correct"], r["n"])
+        lines.append(f"| {name} | {r['accuracy']:.1%} ({lo:.1%}-{hi:.1%}) | {r['n']} | {r['tpf']:.2f} | {r['nfe']} |")
+    lines += ["", "| target | ours (95 % interval) | bound | met | LLaDA-8B-Instruct (their numbers) |",
+              "|---|---|---|---|---|"]
+    for t in targets(record):
+        a = t["anchor"]
+        sign = "" if t["target"] == "vanilla" else "+"
+        interval = "" if t["lo"] == t["hi"] else f" ({t['lo']:{sign}.1f} to {t['hi']:{sign}.1f})"
+        met = "yes" if t["met"] else ("point only" if t["point_met"] else "no")
+        lines.append(f"| {t['what']} | {t['value']:.2f}{interval} | {'>=' if t['kind'] == 'min' else '<='} "
+                     f"{t['bound']:g} | {met} | {f'{a[0]:g}: {a[1]}' if a else ''} |")
+    return lines + [""]
+
+
+def write_section(training_md: Path, lines: list[str]) -> None:
+    """Put ``lines`` into ``TRAINING.md`` in place of its regime section (appended when there is none)."""
+    text = training_md.read_text() if training_md.is_file() else ""
+    body = "\n".join(lines) + "\n"
+    start = text.find(SECTION)
+    if start < 0:
+        training_md.write_text(text.rstrip("\n") + "\n\n" + body if text else body)
+        return
+    later = text.find("\n## ", start + len(SECTION))
+    training_md.write_text(text[:start] + body + ("\n" + text[later + 1:] if later >= 0 else ""))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = RegimeConfig()
+    p.add_argument("--model", default=DEFAULT_MODEL, help="a checkpoint directory or zoo name trained by train-lm")
+    p.add_argument("--n", type=int, default=d.n, help="test problems for the window's own figures")
+    p.add_argument("--long-n", type=int, default=d.long_n, help="test problems for the longer windows (vanilla: costly)")
+    p.add_argument("--long-windows", default=None, help="comma-separated longer windows, e.g. 512,1024 ('' for none; "
+                   "default: twice the checkpoint's window)")
+    p.add_argument("--tspd-ce", choices=("auto", "yes", "no"), default="auto",
+                   help="TSPD + CE rows: auto = when the model has controllers/tspd")
+    p.add_argument("--batch", type=int, default=d.batch, help="prompts per generate() call")
+    p.add_argument("--out", default=None, help="the record's JSON (default: <model>/regime.json)")
+
+
+def main(args: argparse.Namespace) -> int:
+    windows = None if args.long_windows is None else tuple(int(w) for w in args.long_windows.split(",") if w.strip())
+    cfg = RegimeConfig(n=args.n, long_n=args.long_n, long_windows=windows, batch=args.batch)
+    command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime"
+    rec = measure_checkpoint(args.model, cfg, {"auto": None, "yes": True, "no": False}[args.tspd_ce], command=command,
+                 out=args.out, log=lambda s: print(s, flush=True))
+    write_section(regime_file.path_of(args.model).parent / "TRAINING.md", markdown(rec))
+    for t in targets(rec):
+        print(f"{t['what']}: {t['value']:.2f} (bound {t['bound']:g}) {'met' if t['met'] else 'not met'}")
+    return 0
+
+
+__all__ = ["ANCHORS", "CACHE_ANCHORS", "FIXED_ANCHORS", "THRESHOLD_ANCHOR", "REGIME_TARGETS", "REGIME_COLUMNS",
+           "RegimeConfig", "Row", "plan", "decodings", "score", "score_rows", "regime_figures", "headline", "paired_gap",
+           "measure", "measured_by", "measure_checkpoint", "targets", "markdown", "write_section"]

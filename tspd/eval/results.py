@@ -20,6 +20,8 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+from tspd.records.files import append_jsonl, read_jsonl
+
 try:
     import fcntl                        # POSIX: one writer per results file (Windows: no lock is taken)
 except ImportError:                     # pragma: no cover
@@ -45,6 +47,10 @@ def config_id(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def _needs_id(row) -> str | None:
+    return None if isinstance(row, dict) and "id" in row else "a results row needs an 'id'"
+
+
 class ResultsFile:
     """Append-only JSONL of per-sample rows that survives being killed at any point."""
 
@@ -54,23 +60,9 @@ class ResultsFile:
     def load(self) -> list[dict]:
         """Rows already written. A last line without its newline (cut by a kill) is dropped and the
         file truncated to the last complete line; a corrupt complete line is an error."""
-        if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            with open(self.path, "r+b") as f:
-                f.truncate(end)
         rows, seen = [], set()
-        for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ResultsError(f"{self.path}:{i}: corrupt results line ({e.msg}); fix or delete it") from None
-            if not isinstance(row, dict) or "id" not in row:
-                raise ResultsError(f"{self.path}:{i}: a results row needs an 'id'")
+        for row in read_jsonl(self.path, partial_ok=True, missing_ok=True, error=ResultsError,
+                              bad="corrupt results line ({msg}); fix or delete it", check=_needs_id):
             if row["id"] not in seen:     # a file written twice over (before the lock) counts each id once
                 seen.add(row["id"])
                 rows.append(row)
@@ -110,12 +102,7 @@ class ResultsFile:
 
     def append(self, rows: list[dict]) -> None:
         """Write rows as complete lines, then flush and fsync them."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        append_jsonl(self.path, rows, fsync=True)
 
 
 def summary_path(out: str | Path) -> Path:

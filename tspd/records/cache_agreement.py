@@ -2,12 +2,11 @@
 policy and cache) and its per-problem rows, ``results/cache_agreement.samples.jsonl``, as they are made."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from tspd.provenance import REPO_ROOT
-from tspd.records.files import read_json, write_json
+from tspd.records.files import append_jsonl, read_json, read_jsonl, write_json
 
 PATH = REPO_ROOT / "results" / "cache_agreement.json"
 
@@ -46,15 +45,11 @@ def save(result: dict, path: str | Path | None = None) -> Path:
 
 def load_samples(path: str | Path | None = None) -> list[dict]:
     """The per-problem rows stored so far ([] before the first)."""
-    samples = samples_path(path)
-    return [json.loads(line) for line in samples.read_text().splitlines()] if samples.exists() else []
+    return read_jsonl(samples_path(path), missing_ok=True)
 
 
 def append_samples(rows: list[dict], path: str | Path | None = None) -> None:
-    samples = samples_path(path)
-    samples.parent.mkdir(parents=True, exist_ok=True)
-    with samples.open("a") as f:
-        f.writelines(json.dumps(r) + "\n" for r in rows)
+    append_jsonl(samples_path(path), rows, ensure_ascii=True)
 
 
 def markdown(result: dict) -> str:

@@ -1,7 +1,10 @@
-"""Reading and writing a record's JSON the one way every record module does."""
+"""Reading and writing a record's JSON the one way every record module does, and the package's one reader
+(and appender) of JSON-lines files."""
 from __future__ import annotations
 
+import gzip
 import json
+import os
 from pathlib import Path
 
 from tspd.provenance import REPO_ROOT
@@ -23,3 +26,51 @@ def shown(path: str | Path) -> Path:
     """``path`` relative to the repository where it lies inside it (as pages cite a record)."""
     path = Path(path)
     return path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+
+
+def read_jsonl(path: str | Path, *, partial_ok: bool = False, missing_ok: bool = False, error=ValueError,
+               bad: str = "not valid JSON ({msg})", check=None) -> list:
+    """The rows of a JSON-lines file (``.jsonl``, or gzipped ``.jsonl.gz``), the one reader of the package.
+
+    Blank lines are skipped; a line that is not JSON is ``error(f"{path}:{line}: {bad}")`` (one line, ``{msg}``
+    the parser's complaint), and so is a row for which ``check(row)`` returns a complaint. ``missing_ok``: no
+    file reads as no rows. ``partial_ok``: a last line without its newline (a write cut by a kill) is dropped
+    and cut from the file, so the next append starts on a line of its own; without it such a line is read
+    like any other (a hand-written file may lack its final newline)."""
+    path = Path(path)
+    if missing_ok and not path.exists():
+        return []
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    elif partial_ok and data and not data.endswith(b"\n"):
+        end = data.rfind(b"\n") + 1
+        with open(path, "r+b") as f:
+            f.truncate(end)
+        data = data[:end]
+    rows = []
+    for i, line in enumerate(data.decode("utf-8").split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise error(f"{path}:{i}: {bad.format(msg=e.msg)}") from None
+        complaint = check(row) if check else None
+        if complaint:
+            raise error(f"{path}:{i}: {complaint}")
+        rows.append(row)
+    return rows
+
+
+def append_jsonl(path: str | Path, rows, *, fsync: bool = False, ensure_ascii: bool = False) -> None:
+    """``rows`` as complete lines at the end of the JSON-lines file ``path`` (made with its folder if new);
+    ``fsync``: flushed to the disk before returning."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, ensure_ascii=ensure_ascii) + "\n" for r in rows)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())

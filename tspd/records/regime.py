@@ -1,7 +1,7 @@
 """A train-lm checkpoint's regime record: ``python -m tspd regime`` writes ``<checkpoint>/regime.json``
 (committed for the zoo's models, ``tspd/zoo/<name>/regime.json``).
 
-The command's :func:`tspd.eval.regime_record.measure` writes the record row by row as it measures
+The command's :func:`tspd.eval.regime.measure` writes the record row by row as it measures
 (resumable) at :func:`path_of`; everything else reads it here.
 """
 from __future__ import annotations

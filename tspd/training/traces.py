@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
-import json
 from pathlib import Path
 
 import torch
@@ -38,6 +37,7 @@ from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.loop import generate
 from tspd.eval.tasks import render_prompt
 from tspd.models.loading import DEFAULT_MODEL, add_model_arguments, default_task
+from tspd.records.files import read_jsonl
 
 FORMAT = "tspd-traces-v1"
 CHANNELS = ("conf", "ce_conf", "entropy", "ewma", "momentum", "u")
@@ -187,7 +187,7 @@ def load_flan(source: str, per_task: int = 40, tasks: int = 66) -> list[str]:
     name contains one of :data:`FLAN_EXCLUDE` are skipped. Deterministic: file/stream order.
     """
     if Path(source).exists():
-        rows = (json.loads(line) for line in Path(source).read_text().splitlines() if line.strip())
+        rows = iter(read_jsonl(source))
     else:
         import datasets   # lazy: only this path needs it
         rows = iter(datasets.load_dataset(source, split="train", streaming=True))
@@ -231,7 +231,7 @@ def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> 
         if not path.exists():
             raise FileNotFoundError(f"no prompt file {source!r} (or use <task>-traces / flan, e.g. arith-traces)")
         if path.suffix == ".jsonl":
-            prompts = [_field(json.loads(line), _TEXT_FIELDS) for line in path.read_text().splitlines() if line.strip()]
+            prompts = [_field(row, _TEXT_FIELDS) for row in read_jsonl(path)]
             if any(p is None for p in prompts):
                 raise ValueError(f"{path}: every line needs one of the fields {_TEXT_FIELDS}")
         else:

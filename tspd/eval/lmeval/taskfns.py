@@ -54,14 +54,14 @@ def roster_dataset(**metadata):
 
 def gsm8k_dataset(data_dir: str | None = None, **metadata):
     """``{"test", "train"}`` GSM8K rows (``question, answer``) from the local JSONL files the harness reads."""
-    from tspd.eval.tasks.data import TaskDataError, data_file, read_jsonl
+    from tspd.eval.tasks.data import TaskDataError, data_file, read_data
     splits = {}
     for split in ("test", "train"):
         try:
             path = data_file(data_dir, f"gsm8k/{split}.jsonl")
         except TaskDataError as e:   # the harness's hint names its own --data-dir
             raise TaskDataError(str(e).replace("pass --data-dir", "pass --metadata '{\"data_dir\": DIR}'")) from None
-        rows = read_jsonl(path)
+        rows = read_data(path)
         splits[split] = [{"id": f"gsm8k/{split}/{i}", "question": r["question"], "answer": r["answer"]}
                          for i, r in enumerate(rows)]
     return _datasets(splits)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tspd.eval import grading
 from tspd.eval.tasks.base import Task
-from tspd.eval.tasks.data import TaskDataError, data_file, load_hub, read_jsonl
+from tspd.eval.tasks.data import TaskDataError, data_file, load_hub, read_data
 
 # Four worked examples: a linear equation, a counting fact, a fraction and an interval answer, so
 # the model sees integers, fractions and set notation inside \boxed{}.
@@ -43,7 +43,7 @@ class _MathTask(Task):
         if self.source:
             rows = load_hub(self.source, self.hub_split)
         else:
-            rows = read_jsonl(data_file(self.data_dir, self.file))
+            rows = read_data(data_file(self.data_dir, self.file))
         out = []
         for i, r in enumerate(rows):
             answer = r.get("answer") or grading.last_boxed(r["solution"])

@@ -9,12 +9,11 @@ layout (the files of the shared data README)::
 """
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from pathlib import Path
 
 from tspd.provenance import REPO_ROOT
+from tspd.records.files import read_jsonl
 
 ENV_VAR = "TSPD_DATA_DIR"
 
@@ -43,19 +42,10 @@ def data_file(data_dir: str | Path | None, *candidates: str) -> Path:
                         f"(set {ENV_VAR} or pass --data-dir to the directory that holds it)")
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Rows of a ``.jsonl`` or ``.jsonl.gz`` file; a bad line is a one-line TaskDataError."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    rows = []
-    with opener(path, "rt", encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise TaskDataError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-    return rows
+def read_data(path: Path) -> list[dict]:
+    """Rows of a ``.jsonl`` or ``.jsonl.gz`` data file (:func:`tspd.records.files.read_jsonl`); a bad line is a
+    one-line TaskDataError."""
+    return read_jsonl(path, error=TaskDataError)
 
 
 def load_hub(source: str, split: str, config: str | None = None) -> list[dict]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tspd.eval import grading
 from tspd.eval.tasks.base import Task
-from tspd.eval.tasks.data import data_file, load_hub, read_jsonl
+from tspd.eval.tasks.data import data_file, load_hub, read_data
 
 NUM_FEWSHOT = 5              # lm-eval's default for gsm8k
 FEWSHOT_DELIMITER = "\n\n"   # lm-eval's default between examples
@@ -23,7 +23,7 @@ class GSM8K(Task):
     def _rows(self, split: str) -> list[dict]:
         if self.source:
             return load_hub(self.source, split, HUB_CONFIG)
-        return read_jsonl(data_file(self.data_dir, f"gsm8k/{split}.jsonl"))
+        return read_data(data_file(self.data_dir, f"gsm8k/{split}.jsonl"))
 
     def _load(self) -> list[dict]:
         return [{"id": f"gsm8k/{self.split}/{i}", "question": r["question"], "answer": r["answer"]}

@@ -19,7 +19,7 @@ import re
 from tspd.eval.sandbox import Limits
 from tspd.eval.tasks.base import Task
 from tspd.eval.tasks.code import extract_code, run_tests
-from tspd.eval.tasks.data import data_file, load_hub, read_jsonl
+from tspd.eval.tasks.data import data_file, load_hub, read_data
 
 
 def build_program(sample: dict, completion: str) -> tuple[str, str]:
@@ -46,7 +46,7 @@ class HumanEval(Task):
         if self.source:
             rows = load_hub(self.source, "test")
         else:
-            rows = read_jsonl(data_file(self.data_dir, "humaneval/HumanEval.jsonl.gz", "humaneval/HumanEval.jsonl"))
+            rows = read_data(data_file(self.data_dir, "humaneval/HumanEval.jsonl.gz", "humaneval/HumanEval.jsonl"))
         return [{"id": r["task_id"], **r} for r in rows]
 
     def prompt_text(self, sample: dict) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from tspd.eval.sandbox import Limits
 from tspd.eval.tasks.base import Task
 from tspd.eval.tasks.code import extract_code, run_tests
-from tspd.eval.tasks.data import data_file, load_hub, read_jsonl
+from tspd.eval.tasks.data import data_file, load_hub, read_data
 
 SPLIT_IDS = {"test": range(11, 511), "validation": range(511, 601), "train": range(601, 975),
              "prompt": range(1, 11)}
@@ -64,7 +64,7 @@ class MBPP(Task):
         if self.source:   # the hub splits already follow the id ranges; gather them back by id
             rows = [r for split in SPLIT_IDS for r in load_hub(self.source, split, HUB_CONFIG)]
         else:
-            rows = read_jsonl(data_file(self.data_dir, "mbpp/mbpp.jsonl"))
+            rows = read_data(data_file(self.data_dir, "mbpp/mbpp.jsonl"))
         return {int(r["task_id"]): r for r in rows}
 
     def _load(self) -> list[dict]:

@@ -121,10 +121,10 @@ def curve_point(model, cfg: LMTrainConfig, step: int, minutes: float, loss: floa
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device == "cuda"):
         if cfg.regime:
             rc = RegimeConfig(n=cfg.eval_n, long_n=cfg.regime_long_n,
-                              long_windows=(2 * cfg.gen_length,) if cfg.regime_long_n else (),
+                              long_windows=None if cfg.regime_long_n else (),   # None: twice the window
                               vanilla_caches=False, batch=cfg.eval_batch)   # what the caches cost Fast-dLLM
             rows = regime_figures(model, task, problems, cfg.gen_length, cfg.block_length, rc)
-            r, figures = rows["vanilla"], headline(rows, rc)
+            r, figures = rows["vanilla"], headline(rows, rc, cfg.gen_length, cfg.block_length)
         else:
             r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, batch=cfg.eval_batch, task=task)
         probed = task_probes(task).run_probes(model, model.tokenizer, problems, cfg.gen_length,
