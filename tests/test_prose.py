@@ -115,6 +115,19 @@ def test_the_lines_are_needed_only_where_the_record_shows_a_cost(tmp_path):
     assert "It does not need them to be right" in text and "cost it no accuracy its intervals show" in text
 
 
+def test_a_roster_models_lines_come_from_its_line_probes_and_its_regime_record(tmp_path):
+    ckpt = tmp_path / "m"
+    shutil.copytree(resolve_path("tiny-roster"), ckpt, ignore=shutil.ignore_patterns("*.safetensors", "controllers"))
+    text = prose.model_lines(str(ckpt))
+    assert "two masked chores" in text and "It needs those lines" in text and "regime.json" in text
+    log = (ckpt / "eval_log.csv").read_text().splitlines()
+    header = log[0].split(",")
+    last = log[-1].split(",")
+    last[header.index("probe_pair")] = "0.25"
+    (ckpt / "eval_log.csv").write_text("\n".join(log[:-1] + [",".join(last)]) + "\n")
+    assert "two masked chores in 25.0 %" in prose.model_lines(str(ckpt))
+
+
 def test_the_regime_summary_says_what_the_regime_record_says(tmp_path):
     """Each figure of the record is stated with its interval, and a target is met only on its whole interval."""
     ckpt = tmp_path / "m"

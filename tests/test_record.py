@@ -32,7 +32,8 @@ def test_pages_state_the_accuracy_of_the_record(page):
 
 def test_the_note_follows_the_record(tmp_path):
     ckpt = tmp_path / "m"
-    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("*.safetensors", "controllers"))
+    shutil.copytree(resolve_path("tiny-arith"), ckpt, ignore=shutil.ignore_patterns("*.safetensors", "controllers",
+                                                                                     "regime.json"))
     for correct, weak in ((40, True), (450, False)):
         (ckpt / "evals.json").write_text(json.dumps([{"policy": "fast-dllm", "threshold": 0.9, "n": 500, "correct": 1},
                                                      {"policy": "vanilla", "threshold": None, "n": 500,
@@ -59,3 +60,17 @@ def test_every_notebook_prints_the_note_of_the_current_record():
     sources = "".join("".join(c.get("source", [])) for nb in (REPO_ROOT / "notebooks").glob("*.ipynb")
                       for c in json.loads(nb.read_text())["cells"])
     assert "on_cpu_note" not in sources and "provisional CPU-trained" not in sources
+
+
+def test_a_model_without_a_final_evaluation_is_stated_from_its_regime_record(tmp_path):
+    rows = json.loads((resolve_path("tiny-roster") / "regime.json").read_text())["rows"]
+    acc = record.vanilla_accuracy("tiny-roster")
+    assert (acc.correct, acc.n, acc.source) == (rows["vanilla"]["correct"], rows["vanilla"]["n"],
+                                                "tspd/zoo/tiny-roster/regime.json")
+    steps = record.vanilla_steps("tiny-roster")
+    assert [(r["tokens_per_step"], r["correct"]) for r in steps] == \
+        [(k, rows[f"fixed{k}"]["correct"]) for k in (8, 4, 2)]
+    ckpt = tmp_path / "m"   # neither record: nothing to state
+    shutil.copytree(resolve_path("tiny-roster"), ckpt, ignore=shutil.ignore_patterns("*.safetensors", "controllers",
+                                                                                      "regime.json"))
+    assert record.vanilla_accuracy(str(ckpt)) is None and record.vanilla_steps(str(ckpt)) == []

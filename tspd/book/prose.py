@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from tspd.book.loop_speed import share_text
-from tspd.book.record import accuracy_text
+from tspd.book.record import accuracy_text, vanilla_accuracy, vanilla_steps
 from tspd.decoding.names import display_name, slug
 from tspd.eval.results import wilson
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
@@ -52,9 +52,10 @@ def _measured_on(model: str | None, gen_length: int | None = None) -> str:
 # The embedded model: its own records (evals.json, probes.json; its config.json and weights)
 # ------------------------------------------------------------------------------------------------
 def model_accuracy(model: str = DEFAULT_MODEL) -> str:
-    acc = train_lm_evals.vanilla_accuracy(model)
+    acc = vanilla_accuracy(model)
     if acc is None:
-        raise ValueError(f"{model} has no {train_lm_evals.FILENAME} with a vanilla 1-token-per-step row")
+        raise ValueError(f"{model} has no {train_lm_evals.FILENAME} or {regime.FILENAME} with a vanilla "
+                         f"1-token-per-step row")
     return accuracy_text(acc)
 
 
@@ -88,19 +89,25 @@ def model_lines(model: str = DEFAULT_MODEL) -> str:
 def _lines(model: str) -> tuple[str, bool]:
     """:func:`model_lines`'s text and whether it says the model needs its lines.
 
-    Each part comes from its record where the record has it (the probes: the counterfactual copy and the
-    one-forward final; the sweep: vanilla at several tokens per step); a part without its record is left
-    out. A cost is said only of a part whose 95 % interval lies below vanilla's accuracy.
+    Each part comes from its record where the record has it (the probes: arith's counterfactual copy and
+    one-forward final in ``probes.json``, or roster's line probes at the last curve point; the sweep: vanilla at
+    several tokens per step, from ``evals.json`` or ``regime.json``); a part without its record is left out. A
+    cost is said only of a part whose 95 % interval lies below vanilla's accuracy.
     """
     probes = train_lm_probes.load(model)
-    steps = train_lm_evals.vanilla_steps(model)
-    vanilla = train_lm_evals.vanilla_accuracy(model)
-    out = []
+    steps, vanilla = vanilla_steps(model), vanilla_accuracy(model)
+    out, sources = [], {vanilla.source} if vanilla else set()
+    if probes:
+        sources.add(f"{shown(resolve_path(model))}/{train_lm_probes.FILENAME}")
     if probes.get("cf_n") and probes.get("cf_next_copied") is not None:
         cf_n = int(probes["cf_n"])
         copied = round(probes["cf_next_copied"] * cf_n)
         out.append(f"with line 1's result altered and everything after it masked, it copies the altered value in "
                    f"{copied} of {cf_n} problems ({_pct(copied / cf_n)})")
+    curve = _roster_probes(model)
+    if curve:
+        out.append(curve[0])
+        sources.add(curve[1])
     parts, costs = [], []
     if probes.get("one_pass_final") is not None and probes.get("n"):
         one, n = round(probes["one_pass_final"] * probes["n"]), int(probes["n"])
@@ -110,7 +117,7 @@ def _lines(model: str) -> tuple[str, bool]:
         rows = [f"{r['tokens_per_step']} tokens per step {_with_interval(r['correct'], r['n'])}" for r in steps]
         cost = any(_below(r["correct"], r["n"], vanilla.share) for r in steps)
         parts.append(f"fewer steps cost it {'accuracy' if cost else 'no accuracy its intervals show'}: "
-                     f"{', '.join(rows)}, against {model_accuracy(model).replace('**', '')}")
+                     f"{', '.join(rows)}, against {accuracy_text(vanilla, bold=False)}")
         costs.append(cost)
     needs = any(costs)
     if parts:
@@ -118,8 +125,22 @@ def _lines(model: str) -> tuple[str, bool]:
         out.append(lead + ", and ".join(parts) if out else ", and ".join(parts))
     if not out:
         return "its record has no probes yet", False
-    source = shown(resolve_path(model))
-    return ". ".join(out) + f" (`{source}/{train_lm_evals.FILENAME}`, `{train_lm_probes.FILENAME}`)", needs
+    return ". ".join(out) + " (" + ", ".join(f"`{s}`" for s in sorted(sources)) + ")", needs
+
+
+def _roster_probes(model: str) -> tuple[str, str] | None:
+    """Roster's line probes (:mod:`tspd.training.roster_probes`) at the checkpoint's last curve point, and the
+    file they come from; None for a checkpoint without them."""
+    from tspd.training.lm.record import read_log
+    path = Path(resolve_path(model)) / "eval_log.csv"
+    last = read_log(path)[-1] if path.is_file() and path.stat().st_size else {}
+    if last.get("probe_chore") is None or last.get("probe_pair") is None:
+        return None
+    text = (f"teacher-forced at its last curve point ({int(last['n'])} problems), it fills one masked chore of a "
+            f"day line from the others in {_pct(last['probe_chore'])} of lines and two masked chores in "
+            f"{_pct(last['probe_pair'])} (each once, either order), and one forward with the whole window masked "
+            f"writes {_pct(last['one_pass_lines'] or 0)} of the day lines right")
+    return text, str(shown(path))
 
 
 # ------------------------------------------------------------------------------------------------

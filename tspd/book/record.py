@@ -1,8 +1,9 @@
 """What a checkpoint's own record says of its accuracy, as the text every page prints: no notebook,
 README line or book page states a model's accuracy by hand.
 
-The record is the checkpoint's ``evals.json`` (:mod:`tspd.records.train_lm_evals`); its reference row is
-vanilla decoding at one token per step. The notebooks print :func:`model_note` under their tables; the
+The record is the checkpoint's ``evals.json`` (:mod:`tspd.records.train_lm_evals`), or its ``regime.json``
+(:mod:`tspd.records.regime`) where train-lm wrote no final evaluation (tiny-roster's run stopped at its time
+budget); its reference row is vanilla decoding at one token per step. The notebooks print :func:`model_note` under their tables; the
 README and the book's introduction carry :func:`accuracy_text` in their ``<!-- model-accuracy -->`` spans
 (:mod:`tspd.book.prose`, written by ``python -m tspd fill-records``).
 """
@@ -10,9 +11,37 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tspd.records.train_lm_evals import Accuracy, vanilla_accuracy
+from tspd.records import regime, train_lm_evals
+from tspd.records.files import shown
+from tspd.records.train_lm_evals import Accuracy
 
 COMPETENT = 0.5        # below this share of right answers, accuracy differences say little (the note says so)
+
+
+def vanilla_accuracy(model: str | Path | None) -> Accuracy | None:
+    """The checkpoint's vanilla one-token-per-step row: its final evaluation's, else its regime record's; None
+    where it has neither."""
+    acc = train_lm_evals.vanilla_accuracy(model)
+    rec = regime.load(model) if acc is None else None
+    if rec is None or "vanilla" not in rec.rows:
+        return acc
+    row = rec.rows["vanilla"]
+    return Accuracy(Path(str(rec.data.get("model") or model)).name, int(row["correct"]), int(row["n"]),
+                    str(shown(rec.path)))
+
+
+def vanilla_steps(model: str | Path | None) -> list[dict]:
+    """The same record's vanilla rows at more than one token per step (``tokens_per_step``, ``correct``, ``n``),
+    most tokens per step first."""
+    steps = train_lm_evals.vanilla_steps(model)
+    rec = regime.load(model) if not steps else None
+    if rec is None:
+        return steps
+    from tspd.eval.regime import RegimeConfig, plan
+    fixed = [r for r in plan(RegimeConfig.from_dict(rec.data["config"]), rec.gen_length, rec.block_length)
+             if r.kind == "fixed" and r.name in rec.rows]
+    return sorted(({**rec.rows[r.name], "tokens_per_step": r.tokens_per_step} for r in fixed),
+                  key=lambda r: -r["tokens_per_step"])
 
 
 def accuracy_text(acc: Accuracy, bold: bool = True) -> str:
@@ -34,4 +63,4 @@ def model_note(model: str | Path | None) -> str:
     return note
 
 
-__all__ = ["Accuracy", "vanilla_accuracy", "accuracy_text", "model_note"]
+__all__ = ["Accuracy", "vanilla_accuracy", "vanilla_steps", "accuracy_text", "model_note"]

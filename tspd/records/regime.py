@@ -32,8 +32,12 @@ class Regime:
 
 
 def load(checkpoint: str | Path | None) -> Regime | None:
-    """The checkpoint's record; None where it has none."""
-    path = path_of(checkpoint)
+    """The checkpoint's record; None where it has none (or there is no such checkpoint)."""
+    from tspd.models.loading import CheckpointError
+    try:
+        path = path_of(checkpoint)
+    except CheckpointError:
+        return None
     if not path.is_file():
         return None
     d = read_json(path)
