@@ -12,7 +12,7 @@ from tspd.provenance import REPO_ROOT
 
 
 def test_the_embedded_models_accuracy_is_its_records_vanilla_row():
-    acc = record.vanilla_accuracy("tiny-arith")
+    acc = record.reference_accuracy("tiny-arith")
     rows = json.loads((resolve_path("tiny-arith") / "evals.json").read_text())
     vanilla = next(r for r in rows if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1)
     assert (acc.correct, acc.n, acc.source) == (vanilla["correct"], vanilla["n"], "tspd/zoo/tiny-arith/evals.json")
@@ -26,7 +26,7 @@ def test_pages_state_the_accuracy_of_the_record(page):
     text = (REPO_ROOT / page).read_text()
     said = [body for name, body in spans.named_spans(text) if name == "model-accuracy"]
     assert said, f"{page}: no <!-- model-accuracy --> span"
-    assert set(said) == {record.accuracy_text(record.vanilla_accuracy(DEFAULT_MODEL))}, \
+    assert set(said) == {record.accuracy_text(record.reference_accuracy(DEFAULT_MODEL))}, \
         f"{page} is stale: run python -m tspd fill-records"   # the pages state the book's model's accuracy
 
 
@@ -64,13 +64,13 @@ def test_every_notebook_prints_the_note_of_the_current_record():
 
 def test_a_model_without_a_final_evaluation_is_stated_from_its_regime_record(tmp_path):
     rows = json.loads((resolve_path("tiny-roster") / "regime.json").read_text())["rows"]
-    acc = record.vanilla_accuracy("tiny-roster")
+    acc = record.reference_accuracy("tiny-roster")
     assert (acc.correct, acc.n, acc.source) == (rows["vanilla"]["correct"], rows["vanilla"]["n"],
                                                 "tspd/zoo/tiny-roster/regime.json")
-    steps = record.vanilla_steps("tiny-roster")
+    steps = record.reference_steps("tiny-roster")
     assert [(r["tokens_per_step"], r["correct"]) for r in steps] == \
         [(k, rows[f"fixed{k}"]["correct"]) for k in (8, 4, 2)]
     ckpt = tmp_path / "m"   # neither record: nothing to state
     shutil.copytree(resolve_path("tiny-roster"), ckpt, ignore=shutil.ignore_patterns("*.safetensors", "controllers",
                                                                                       "regime.json"))
-    assert record.vanilla_accuracy(str(ckpt)) is None and record.vanilla_steps(str(ckpt)) == []
+    assert record.reference_accuracy(str(ckpt)) is None and record.reference_steps(str(ckpt)) == []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from tspd.book.loop_speed import share_text
-from tspd.book.record import accuracy_text, vanilla_accuracy, vanilla_steps
+from tspd.book.record import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
 from tspd.eval.results import wilson
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
@@ -52,7 +52,7 @@ def _measured_on(model: str | None, gen_length: int | None = None) -> str:
 # The embedded model: its own records (evals.json, probes.json; its config.json and weights)
 # ------------------------------------------------------------------------------------------------
 def model_accuracy(model: str = DEFAULT_MODEL) -> str:
-    acc = vanilla_accuracy(model)
+    acc = reference_accuracy(model)
     if acc is None:
         raise ValueError(f"{model} has no {train_lm_evals.FILENAME} or {regime.FILENAME} with a vanilla "
                          f"1-token-per-step row")
@@ -95,7 +95,7 @@ def _lines(model: str) -> tuple[str, bool]:
     cost is said only of a part whose 95 % interval lies below vanilla's accuracy.
     """
     probes = train_lm_probes.load(model)
-    steps, vanilla = vanilla_steps(model), vanilla_accuracy(model)
+    steps, vanilla = reference_steps(model), reference_accuracy(model)
     out, sources = [], {vanilla.source} if vanilla else set()
     if probes:
         sources.add(f"{shown(resolve_path(model))}/{train_lm_probes.FILENAME}")

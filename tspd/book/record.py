@@ -18,7 +18,7 @@ from tspd.records.train_lm_evals import Accuracy
 COMPETENT = 0.5        # below this share of right answers, accuracy differences say little (the note says so)
 
 
-def vanilla_accuracy(model: str | Path | None) -> Accuracy | None:
+def reference_accuracy(model: str | Path | None) -> Accuracy | None:
     """The checkpoint's vanilla one-token-per-step row: its final evaluation's, else its regime record's; None
     where it has neither."""
     acc = train_lm_evals.vanilla_accuracy(model)
@@ -30,7 +30,7 @@ def vanilla_accuracy(model: str | Path | None) -> Accuracy | None:
                     str(shown(rec.path)))
 
 
-def vanilla_steps(model: str | Path | None) -> list[dict]:
+def reference_steps(model: str | Path | None) -> list[dict]:
     """The same record's vanilla rows at more than one token per step (``tokens_per_step``, ``correct``, ``n``),
     most tokens per step first."""
     steps = train_lm_evals.vanilla_steps(model)
@@ -53,7 +53,7 @@ def accuracy_text(acc: Accuracy, bold: bool = True) -> str:
 
 def model_note(model: str | Path | None) -> str:
     """The sentence under every table measured on a checkpoint with a record ("" without one)."""
-    acc = vanilla_accuracy(model)
+    acc = reference_accuracy(model)
     if acc is None:
         return ""
     note = f"The `{acc.name}` checkpoint answers {accuracy_text(acc, bold=False)} (its record: {acc.source})."
@@ -63,4 +63,4 @@ def model_note(model: str | Path | None) -> str:
     return note
 
 
-__all__ = ["Accuracy", "vanilla_accuracy", "vanilla_steps", "accuracy_text", "model_note"]
+__all__ = ["Accuracy", "reference_accuracy", "reference_steps", "accuracy_text", "model_note"]

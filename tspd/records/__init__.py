@@ -17,9 +17,10 @@ module                                 written by                               
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
 :mod:`tspd.book.claims.store`          each claim notebook's verdict cell              ``results/claims/<notebook>.json``
 :mod:`tspd.eval.experiments`           ``python -m tspd eval`` and the notebooks       ``results/runs/``, ``results/variants/``
+:mod:`tspd.book.lookahead`             the Figure 3 and 4 notebooks                    ``results/variants/lookahead-<key>.pt``
 =====================================  ==============================================  =========================================
 
-The last three keep their owners elsewhere (each is the one module that reads and writes its files).
+The last four keep their owners elsewhere (each is the one module that reads and writes its files).
 ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the pages' sentences from these records.
 """
 
@@ -36,4 +37,5 @@ OWNERS = {
     "train-lm probes": ("tspd.records.train_lm_probes", ('"probes.json"',)),
     "pareto": ("tspd.book.pareto", ('"pareto.json"',)),
     "claims": ("tspd.book.claims.store", ('/ "claims"',)),
+    "lookahead": ("tspd.book.lookahead", ('"lookahead-',)),
 }
