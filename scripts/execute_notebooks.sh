@@ -9,13 +9,7 @@ bash scripts/setup.sh >/dev/null
 unset MPLBACKEND   # notebook kernels then use the inline backend: their figures are kept
 export PYTHONHASHSEED=0
 if [ $# -eq 0 ]; then
-  mapfile -t books < <(.venv/bin/python -c "
-import yaml
-toc = yaml.safe_load(open('_toc.yml'))
-for part in toc.get('parts', []):
-    for ch in part.get('chapters', []):
-        if ch['file'].startswith('notebooks/'):
-            print(ch['file'] + '.ipynb')")
+  mapfile -t books < <(.venv/bin/python scripts/book_notebooks.py)
   set -- "${books[@]}"
 fi
 for nb in "$@"; do

@@ -37,20 +37,12 @@ for part in $parts; do
   start=$(date +%s)
   case $part in
     notebooks)
-      mapfile -t books < <(.venv/bin/python -c "
-import json, yaml
-toc = yaml.safe_load(open('_toc.yml'))
-for part in toc.get('parts', []):
-    for ch in part.get('chapters', []):
-        f = ch['file'] + '.ipynb'
-        if f.startswith('notebooks/') and any('results_dir: str' in ''.join(c['source'])
-                                               for c in json.load(open(f))['cells']):
-            print(f)")
+      mapfile -t books < <(.venv/bin/python scripts/book_notebooks.py --stored)
       for nb in "${books[@]}"; do
         t=$(date +%s)
         .venv/bin/papermill "$nb" "/tmp/staged-$(basename "$nb")" --cwd notebooks --log-level WARNING --no-progress-bar \
           -y "{model: $name, models: [$name], tasks: [$task], trace_source: $task-traces, threads: $threads,
-               results_dir: $PWD/$stage/runs}"
+               results_dir: $PWD/$stage/runs, claims_dir: $PWD/$stage/claims}"
         echo "$nb: $(( $(date +%s) - t )) s"
       done ;;
     table)
