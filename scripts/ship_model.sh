@@ -30,11 +30,11 @@
 # Switching the book to another embedded model (tiny-chain, trained on `chain`; tiny-arith stays the test
 # suite's fast model):
 #   1. ship it beside the book's model:  ZOO=tiny-chain STAGES="copy controllers" bash scripts/ship_model.sh RUN_DIR
-#   2. the package's one default model:  DEFAULT_MODEL = "tiny-chain" in tspd/models/loading.py
-#   3. the notebooks' parameter cells: `model` (table02's `models`,
-#      train_embedded_model's `model_name`), `tasks` ["chain"], `trace_source` "chain-traces", and the
-#      comments that quote tiny-arith's 64-token window; tests/test_notebooks.py checks that they name
-#      DEFAULT_MODEL and its task
+#   2-3. the package's one default model and the notebooks' parameter cells:
+#                                        .venv/bin/python scripts/switch_book.py tiny-chain
+#      (DEFAULT_MODEL in tspd/models/loading.py; every parameter cell's `model` / `models` / `model_name` /
+#      `out_dir`, `tasks` and `trace_source`; the regime page's `compare` keeps the old model beside it);
+#      tests/test_notebooks.py checks that they name DEFAULT_MODEL and its task
 #   4. the book's stages on it:          STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR [THREADS]
 #   5. the README's pastes and status section as above, the pages' prose that describes arith, then the tests
 set -euo pipefail

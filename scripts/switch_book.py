@@ -1,0 +1,62 @@
+"""Switch the book to another embedded model: steps 2-3 of scripts/ship_model.sh's header, done by rule.
+
+    .venv/bin/python scripts/switch_book.py tiny-roster
+
+- ``DEFAULT_MODEL`` in ``tspd/models/loading.py`` becomes NAME (the package's one default model);
+- every notebook's parameter cell names NAME where it named the old model (``model``, ``models``,
+  ``model_name``, ``out_dir``), NAME's task where it named the old one (``tasks``) and NAME's traces split
+  (``trace_source`` and the comments that list the sources); the regime page also shows the old model
+  (``compare``), so the book keeps one model where parallel decoding is free beside one where it is not.
+
+Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4). Rerunning it with
+the book already on NAME changes nothing. tests/test_notebooks.py checks the result.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from tspd.models.loading import ZOO, checkpoint_task
+
+ROOT = Path(__file__).resolve().parent.parent
+LOADING = ROOT / "tspd" / "models" / "loading.py"
+
+
+def switched_cell(source: str, old: str, new: str, old_task: str, new_task: str) -> str:
+    source = source.replace(f'"{old}"', f'"{new}"').replace(f'runs/{old}-', f'runs/{new}-')
+    source = source.replace(f'["{old_task}"]', f'["{new_task}"]').replace(f"{old_task}-traces", f"{new_task}-traces")
+    if source.startswith("model:") and "\ncompare: list = []" in source:   # the regime page: the old model beside
+        source = source.replace("\ncompare: list = []", f'\ncompare: list = ["{old}"]')
+    return source
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("name", help="an embedded model of tspd/zoo")
+    new = ap.parse_args(argv).name
+    if not (ZOO / new).is_dir():
+        print(f"error: tspd/zoo/{new} is missing (NAME is an embedded model's name)")
+        return 2
+    text = LOADING.read_text()
+    old = re.search(r'^DEFAULT_MODEL = "(.*)"$', text, flags=re.M).group(1)   # this tree's, not an installed copy's
+    old_task, new_task = checkpoint_task(old), checkpoint_task(new)
+    LOADING.write_text(re.sub(r'^DEFAULT_MODEL = ".*"$', f'DEFAULT_MODEL = "{new}"', text, count=1, flags=re.M))
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+        if cell is None:
+            continue
+        source = "".join(cell["source"])
+        switched = switched_cell(source, old, new, old_task, new_task)
+        if switched != source:
+            cell["source"] = switched.splitlines(keepends=True)
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
+            print(f"{path.relative_to(ROOT)}: parameters switched to {new}")
+    print(f"DEFAULT_MODEL: {old} -> {new}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
