@@ -37,10 +37,11 @@ def _metas(directory=RUNS) -> list[dict]:
 
 
 def picked_runs(k: int = 5) -> list[dict]:
-    """Up to ``k`` committed embedded-model runs with distinct (policy, CE, cache), vanilla first."""
+    """Up to ``k`` committed embedded-model runs with distinct (policy, CE, cache), vanilla first, each the
+    shortest window's of its kind (a longer window checks nothing more, at twice the cost or more)."""
     seen, out = set(), []
     metas = _metas()
-    metas.sort(key=lambda m: (m["config"]["policy"] != "vanilla", m["key"]))
+    metas.sort(key=lambda m: (m["config"]["policy"] != "vanilla", m["config"]["gen_length"] or 0, m["key"]))
     for m in metas:
         c = m["config"]
         kind = (c["policy"], c["ce"], c["cache"])
