@@ -26,7 +26,8 @@ from tspd.eval.tasks import generated
 from tspd.provenance import device_name, git_revision
 from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.data import make_batch, task_texts
-from tspd.training.lm.objective import init_weights, lr_factor, make_optimizer, model_config, sft_loss
+from tspd.training.lm.arch import init_weights, model_config
+from tspd.training.lm.objective import lr_factor, make_optimizer, sft_loss
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.subword_tokenizer import train_tokenizer
 

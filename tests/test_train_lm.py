@@ -14,7 +14,8 @@ from tspd.eval.tasks import arith
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.data import encode_answer, make_batch
-from tspd.training.lm.objective import lr_factor, model_config, sft_loss, stratified_uniform
+from tspd.training.lm.arch import model_config
+from tspd.training.lm.objective import lr_factor, sft_loss, stratified_uniform
 from tspd.training.lm.record import STATE
 from tspd.training.train_lm import train
 from tspd.eval.results import wilson

@@ -7,7 +7,7 @@ import torch
 from tspd import load_model
 from tspd.models.llada import LLaDAModelLM
 from tspd.training.lm.config import LMTrainConfig
-from tspd.training.lm.objective import model_config
+from tspd.training.lm.arch import model_config
 from tspd.training.train_lm import train
 from tspd.training.warm_start import block_state, parse_layers, warm_start
 

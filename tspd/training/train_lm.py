@@ -1,8 +1,9 @@
 """``python -m tspd train-lm``: train an embedded diffusion LM on a generated task (``arith``, ``chain``).
 
-The loop, read top to bottom: build the model (fresh, warm-started or resumed), then for each step set the
-learning rate, take a batch, compute LLaDA's SFT loss (Sec. 2.3 / Eq. 5; :mod:`tspd.training.lm.objective`),
-step the optimiser, log; every ``--eval-minutes`` a point of the learning curve
+The loop, read top to bottom: build the model (``--arch``: LLaDA's, Dream's or LLaDA-MoE's layout,
+:mod:`tspd.training.lm.arch`; fresh, warm-started or resumed), then for each step set the learning rate, take
+a batch, compute LLaDA's SFT loss (Sec. 2.3 / Eq. 5; :mod:`tspd.training.lm.objective`; plus the router's
+load-balancing term for the MoE), step the optimiser, log; every ``--eval-minutes`` a point of the learning curve
 (:mod:`tspd.training.lm.evaluation`); every ``--save-minutes`` the checkpoint and the resumable state
 (:mod:`tspd.training.lm.record`). Then the final sweep and probes. The parts live in :mod:`tspd.training.lm`.
 
@@ -29,7 +30,6 @@ import torch
 from tspd.eval.regime import REGIME_COLUMNS
 from tspd.eval.tasks.generated import generated_task
 from tspd.models.loading import LoadedModel, special_tokens
-from tspd.models.llada import LLaDAModelLM
 from tspd.options import from_args
 from tspd.provenance import device_name, git_revision
 from tspd.records import train_lm_evals
@@ -38,7 +38,8 @@ from tspd.training.lm.data import make_tokenizer
 from tspd.training.lm.stream import BatchStream
 from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluation, final_probes, gate_failed, \
     task_probes
-from tspd.training.lm.objective import count_parameters, init_weights, lr_factor, make_optimizer, model_config, sft_loss
+from tspd.training.lm.arch import RouterBalance, build
+from tspd.training.lm.objective import count_parameters, lr_factor, make_optimizer, sft_loss
 from tspd.training.lm.record import STATE, probe_table, read_log, save_checkpoint, save_state, sweep_table, \
     upgrade_eval_log, write_training_md
 from tspd.training.masking import Masking
@@ -80,10 +81,11 @@ def torch_settings(cfg: LMTrainConfig):
 class Run:
     """One training run's moving parts: the network (and the LoadedModel evaluations decode through), the
     optimiser, the masking noise's generator and the record (``info``: counters, curve, recent losses)."""
-    net: LLaDAModelLM
+    net: torch.nn.Module    # the --arch network (tspd.training.lm.arch)
     model: LoadedModel
     opt: torch.optim.Optimizer
     gen: torch.Generator
+    balance: RouterBalance  # the MoE router's load-balancing term (0 without experts)
     info: dict = field(default_factory=dict)
 
     @property
@@ -96,8 +98,7 @@ def start(cfg: LMTrainConfig, out: Path, log) -> Run:
     device = torch.device(cfg.device)
     tokenizer = make_tokenizer(cfg, out)
     torch.manual_seed(cfg.seed)
-    net = LLaDAModelLM(model_config(cfg, tokenizer))
-    init_weights(net)
+    net = build(cfg, tokenizer)
     if cfg.init_from and not cfg.resume:
         chosen = warm_start(net, cfg.init_from, cfg.init_layers, tokenizer)
         log(f"warm start from {cfg.init_from}: embeddings, head and blocks {chosen}")
@@ -106,7 +107,7 @@ def start(cfg: LMTrainConfig, out: Path, log) -> Run:
     params = count_parameters(net)
     log(f"model: {params:,} parameters; device {device_name(device)}; torch {torch.__version__}")
     run = Run(net, model, make_optimizer(net, cfg, fused=device.type == "cuda"),
-              torch.Generator(device=device).manual_seed(cfg.seed))
+              torch.Generator(device=device).manual_seed(cfg.seed), RouterBalance(net))
     run.info = {"status": "in progress", "command": command_line(cfg), "git": git_revision() or "unknown",
                 "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
                 "tokens": 0, "train_seconds": 0.0, "tokens_per_s": 0.0, "loss": float("nan"), "loss_window": 0,
@@ -184,7 +185,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 loss = sft_loss(step_fn, batch, run.model.special.mask, cfg.eps, run.gen, masking,
                                 run.model.special.eos)
             run.opt.zero_grad(set_to_none=True)
-            loss.backward()
+            (loss + cfg.router_aux * run.balance.take()).backward()   # the record's loss is the SFT loss alone
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             run.opt.step()
             step, tokens = step + 1, tokens + batch.input_ids.numel()

@@ -1,4 +1,5 @@
-"""Warm start: a new LLaDA network initialised from some of the blocks of a trained checkpoint.
+"""Warm start: a new network initialised from some of the blocks of a trained checkpoint of its layout
+(LLaDA's ``blocks``, or Dream's and LLaDA-MoE's ``layers``).
 
 Why: a shallower model than the shipped one (fewer blocks) cannot solve a several-step problem in one
 forward pass, so committing many tokens per step (Sec. 1, the speed-accuracy trade-off the controllers
@@ -16,8 +17,8 @@ import torch
 
 from tspd.models.loading import load_model
 
-_BLOCK = re.compile(r"^(.*\.blocks\.)(\d+)(\..*)$")
-_SHAPE = ("d_model", "n_heads", "mlp_hidden_size", "vocab_size")   # must agree for the weights to fit
+_BLOCK = re.compile(r"^(.*\.(?:blocks|layers)\.)(\d+)(\..*)$")
+_SHAPE = ("d_model", "n_heads", "vocab_size")   # must agree for the weights to fit (and every tensor's shape)
 
 
 def parse_layers(text: str | None, source_layers: int, target_layers: int) -> list[int]:
@@ -58,6 +59,8 @@ def warm_start(net: torch.nn.Module, source: str, layers: str | None, tokenizer)
     the copied rows would mean other tokens: a ValueError says which.
     """
     src = load_model(source, dtype=torch.float32)
+    if type(src.module) is not type(net):
+        raise ValueError(f"--init-from {source}: a {src.module.arch} checkpoint, the new model is {net.arch}")
     for key in _SHAPE:
         a, b = getattr(src.module.config, key), getattr(net.config, key)
         if a != b:
@@ -65,7 +68,12 @@ def warm_start(net: torch.nn.Module, source: str, layers: str | None, tokenizer)
     if src.tokenizer is None or src.tokenizer.get_vocab() != tokenizer.get_vocab():
         raise ValueError(f"--init-from {source}: its tokenizer differs from the run's")
     chosen = parse_layers(layers, src.module.config.n_layers, net.config.n_layers)
-    net.load_state_dict(block_state(src.module.state_dict(), chosen), strict=True)
+    state, own = block_state(src.module.state_dict(), chosen), net.state_dict()
+    for name, value in state.items():
+        if name in own and own[name].shape != value.shape:
+            raise ValueError(f"--init-from {source}: {name} is {tuple(value.shape)}, the new model's is "
+                             f"{tuple(own[name].shape)}")
+    net.load_state_dict(state, strict=True)
     return chosen
 
 

@@ -16,14 +16,21 @@ from tspd.training.masking import SCHEMES
 from tspd.validate import check_device
 
 
+ARCHS = ("llada", "dream", "llada-moe")   # the layouts train-lm builds (tspd.training.lm.arch)
+
+
 @dataclass
 class LMTrainConfig:
     out: str
     task: str = "arith"            # the generated task trained on: arith (3-4 short lines) | chain (5-10 lines, 256 window)
+    arch: str = "llada"            # llada | dream (Qwen2 layout, shifted logits) | llada-moe (routed experts): paper Table 2
     d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
     n_layers: int = 4              # transformer blocks
     n_heads: int = 4               # attention heads
     mlp_hidden: int = 352          # SwiGLU width 2.75 x d_model: 0.83M parameters, trainable on a 2-core CPU
+    experts: int = 8               # llada-moe: experts per layer, each mlp_hidden / active_experts wide
+    active_experts: int = 2        # llada-moe: experts a token is routed to (its active MLP is mlp_hidden wide)
+    router_aux: float = 0.01       # llada-moe: weight of the router's load-balancing term (OLMoE's 0.01)
     gen_length: int | None = None  # answer region = the inference window (None: the task's own: arith 64, chain 256)
     block_length: int | None = None  # semi-AR block of evaluation and block masking (None: the task's own, 32)
     long_windows: str = ""         # share of batches in longer windows, e.g. 512:0.15,1024:0.05 (answers EOS-filled)
@@ -78,6 +85,12 @@ class LMTrainConfig:
                               ("--max-steps", self.max_steps)):
             if value is not None and value <= 0:
                 raise ValueError(f"{option} must be positive, got {value}")
+        if self.arch not in ARCHS:
+            raise ValueError(f"--arch {self.arch}: one of {', '.join(ARCHS)}")
+        if self.arch == "llada-moe" and not (0 < self.active_experts <= self.experts
+                                             and self.mlp_hidden % self.active_experts == 0):
+            raise ValueError(f"--arch llada-moe needs 0 < --active-experts <= --experts and --mlp-hidden a multiple of "
+                             f"--active-experts, got {self.active_experts}, {self.experts}, {self.mlp_hidden}")
         check_device(self.device)   # a GPU run asked for where torch sees none: one line, before anything runs
         windows(self)          # a malformed --long-windows fails here, before anything runs
         mixes(self)            # so does a malformed --mix-tasks
@@ -127,7 +140,7 @@ def _leaving_some(out: list[tuple], option: str, rest: str) -> list[tuple]:
     return out
 
 
-CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
+CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "arch": list(ARCHS), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

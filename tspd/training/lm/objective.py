@@ -1,4 +1,5 @@
-"""The model and the objective of ``train-lm``: LLaDA's architecture and its SFT loss (Nie et al., 2025).
+"""The objective of ``train-lm``: LLaDA's SFT loss (Nie et al., 2025), whichever network it trains
+(:mod:`tspd.training.lm.arch`).
 
 Objective (Sec. 2.3 / Eq. 5): a sequence is ``prompt + answer``, the answer padded with EOS up to the
 window. Each sample draws ``t ~ U(eps, 1]`` and its answer positions (EOS padding included) are masked
@@ -19,38 +20,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tspd.eval.tasks.generated import generated_task
-from tspd.models.config import LLaDAConfig
-from tspd.models.llada import LLaDAModelLM
-from tspd.training.lm.config import LMTrainConfig, windows
+from tspd.training.lm.arch import decays
+from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.data import Batch
 from tspd.training.masking import Masking, mask_answer
-
-
-def model_config(cfg: LMTrainConfig, tokenizer) -> LLaDAConfig:
-    """An LLaDAConfig whose vocabulary and special ids come from the tokenizer; its longest sequence leaves room
-    for a prompt before twice the longest window (paper Table 3 decodes at 2x and 4x)."""
-    task = generated_task(cfg.task)
-    longest = max([cfg.gen_length] + [w for w, _ in windows(cfg)])
-    return LLaDAConfig(
-        d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, mlp_hidden_size=cfg.mlp_hidden,
-        vocab_size=len(tokenizer), max_sequence_length=max(1024, 4 * longest), rope_theta=10000.0,
-        mask_token_id=tokenizer.mask_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        extra={"tspd_task": {"name": task.__name__, "fingerprint": task.fingerprint(),
-                             "prompt": "the question text, no template",
-                             "gen_length": cfg.gen_length, "block_length": cfg.block_length}})
-
-
-def init_weights(model: LLaDAModelLM) -> None:
-    """GPT-2 style: N(0, 0.02) everywhere, residual output projections scaled by 1/sqrt(2 n_layers)."""
-    std = 0.02
-    for name, p in model.named_parameters():
-        if p.dim() < 2:
-            continue                                  # RMSNorm weights stay 1
-        residual = ".blocks." in name and name.endswith(("attn_out.weight", "ff_out.weight"))
-        scale = 1 / math.sqrt(2 * model.config.n_layers) if residual else 1.0
-        torch.nn.init.normal_(p, mean=0.0, std=std * scale)
 
 
 def count_parameters(model: torch.nn.Module) -> int:
@@ -95,7 +68,7 @@ def lr_factor(progress: float, warmup_frac: float, min_lr_frac: float) -> float:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: LMTrainConfig, fused: bool) -> torch.optim.Optimizer:
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "wte" not in n]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "wte" not in n)]
+    decay = [p for n, p in model.named_parameters() if decays(n, p)]
+    rest = [p for n, p in model.named_parameters() if not decays(n, p)]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), fused=fused)
