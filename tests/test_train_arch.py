@@ -87,3 +87,32 @@ def test_a_warm_start_from_another_layout_is_refused(trained):
     net = build(LMTrainConfig(out="x", **TINY), tok)    # LLaDA's layout
     with pytest.raises(ValueError, match="checkpoint, the new model is llada"):
         warm_start(net, str(out), None, tok)
+
+
+def test_dreams_autoregressive_start_then_its_diffusion_training(tmp_path):
+    """--objective ar trains Dream as a next-token model (causal mask, shifted logits); a diffusion run then
+    warm-starts from it (Dream's own recipe)."""
+    ar, lines = tmp_path / "ar", []
+    train(LMTrainConfig(out=str(ar), arch="dream", objective="ar", max_steps=2, **TINY), log=lambda s: None)
+    train(LMTrainConfig(out=str(tmp_path / "diffusion"), arch="dream", max_steps=1, init_from=str(ar), **TINY),
+          log=lines.append)
+    assert any(f"warm start from {ar}" in line for line in lines)
+    with pytest.raises(ValueError, match="--objective ar"):
+        LMTrainConfig(out="x", objective="ar")            # LLaDA's logits are not shifted
+
+
+def test_a_causal_mask_makes_each_dream_row_read_only_the_tokens_before_it():
+    from tspd.training.lm.data import Batch
+    from tspd.training.lm.objective import ar_loss
+    tok = load_model("tiny-arith").tokenizer
+    net = build(LMTrainConfig(out="x", arch="dream", **TINY), tok).eval()
+    ids = torch.randint(0, len(tok), (1, 10))
+    causal = torch.ones(10, 10, dtype=torch.bool).tril()[None, None]
+    rows = net(ids, attention_mask=causal)
+    later = ids.clone()
+    later[0, 6:] = (later[0, 6:] + 1) % len(tok)
+    moved = (net(later, attention_mask=causal) - rows).abs().amax(-1)[0]
+    assert bool((moved[:7] < 1e-5).all()) and bool((moved[7:] > 0).all())   # row j sees tokens < j only
+    batch = Batch(ids, torch.ones_like(ids), torch.arange(10)[None], 4)
+    expected = torch.nn.functional.cross_entropy(rows[0, 4:], ids[0, 4:])
+    assert ar_loss(net, batch).item() == pytest.approx(expected.item(), rel=1e-5)

@@ -99,8 +99,9 @@ def window_inputs(input_ids, attention_mask, position_ids, cache: KVCache | None
         elif cache.length == 0:
             raise RuntimeError("KVCache is empty: run a full forward (offset=0, whole canvas) first")
     attn_mask = None
-    if attention_mask is not None:
-        attn_mask = attention_mask.bool()[:, None, None, :]   # [B, 1, 1, T_keys]: True = attend
+    if attention_mask is not None:   # [B, T_keys] key padding, or [B, 1, T, T_keys] as given (a causal mask)
+        attn_mask = attention_mask.bool()
+        attn_mask = attn_mask if attn_mask.dim() == 4 else attn_mask[:, None, None, :]   # True = attend
     return cos, sin, attn_mask
 
 

@@ -39,7 +39,7 @@ from tspd.training.lm.stream import BatchStream
 from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluation, final_probes, gate_failed, \
     task_probes
 from tspd.training.lm.arch import RouterBalance, build
-from tspd.training.lm.objective import count_parameters, lr_factor, make_optimizer, sft_loss
+from tspd.training.lm.objective import ar_loss, count_parameters, lr_factor, make_optimizer, sft_loss
 from tspd.training.lm.record import STATE, probe_table, read_log, save_checkpoint, save_state, sweep_table, \
     upgrade_eval_log, write_training_md
 from tspd.training.masking import Masking
@@ -182,8 +182,8 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 g["lr"] = lr
             batch = next(stream).to(device)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                loss = sft_loss(step_fn, batch, run.model.special.mask, cfg.eps, run.gen, masking,
-                                run.model.special.eos)
+                loss = ar_loss(step_fn, batch) if cfg.objective == "ar" else \
+                    sft_loss(step_fn, batch, run.model.special.mask, cfg.eps, run.gen, masking, run.model.special.eos)
             run.opt.zero_grad(set_to_none=True)
             (loss + cfg.router_aux * run.balance.take()).backward()   # the record's loss is the SFT loss alone
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

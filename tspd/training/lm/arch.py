@@ -5,6 +5,8 @@ so the paper's Table 2 (TSPD + CE on Dream-7B and LLaDA-MoE-7B-A1B beside LLaDA-
 - ``dream``: Dream's (:mod:`tspd.models.dream`): Qwen2 names and ``config.json``, q/k/v with bias, and the
   shifted logits (position ``i``'s distribution is the output at ``i - 1``). ``DreamModelLM.forward`` returns
   them shifted back, so the LLaDA objective trains it unchanged and the checkpoint loads as a Dream directory.
+  Dream's own recipe starts from an autoregressive model: ``--objective ar`` trains the same network as one
+  (causal mask, next token: :func:`tspd.training.lm.objective.ar_loss`), and a diffusion run ``--init-from`` it.
 - ``llada-moe``: LLaDA-MoE's (:mod:`tspd.models.llada_moe`): every MLP a softmax-routed top-k mixture of SwiGLU
   experts, sized so the active MLP is ``--mlp-hidden`` wide (``--experts`` of ``mlp_hidden / --active-experts``
   each), plus the router's load-balancing term (:class:`RouterBalance`, as OLMoE and LLaDA-MoE train with).

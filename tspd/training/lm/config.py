@@ -17,6 +17,7 @@ from tspd.validate import check_device
 
 
 ARCHS = ("llada", "dream", "llada-moe")   # the layouts train-lm builds (tspd.training.lm.arch)
+OBJECTIVES = ("diffusion", "ar")          # tspd.training.lm.objective: sft_loss, ar_loss
 
 
 @dataclass
@@ -24,6 +25,7 @@ class LMTrainConfig:
     out: str
     task: str = "arith"            # the generated task trained on: arith (3-4 short lines) | chain (5-10 lines, 256 window)
     arch: str = "llada"            # llada | dream (Qwen2 layout, shifted logits) | llada-moe (routed experts): paper Table 2
+    objective: str = "diffusion"   # diffusion (LLaDA's SFT loss) | ar (causal attention, next token: Dream's autoregressive start)
     d_model: int = 128             # width (the task, not the model size, is the lever on a CPU)
     n_layers: int = 4              # transformer blocks
     n_heads: int = 4               # attention heads
@@ -87,6 +89,9 @@ class LMTrainConfig:
                 raise ValueError(f"{option} must be positive, got {value}")
         if self.arch not in ARCHS:
             raise ValueError(f"--arch {self.arch}: one of {', '.join(ARCHS)}")
+        if self.objective not in OBJECTIVES or (self.objective == "ar" and self.arch != "dream"):
+            raise ValueError(f"--objective {self.objective}: diffusion, or ar with --arch dream (its logits are "
+                             f"shifted, so a causal mask makes it a next-token model)")
         if self.arch == "llada-moe" and not (0 < self.active_experts <= self.experts
                                              and self.mlp_hidden % self.active_experts == 0):
             raise ValueError(f"--arch llada-moe needs 0 < --active-experts <= --experts and --mlp-hidden a multiple of "
@@ -140,7 +145,7 @@ def _leaving_some(out: list[tuple], option: str, rest: str) -> list[tuple]:
     return out
 
 
-CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "arch": list(ARCHS), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
+CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "arch": list(ARCHS), "objective": list(OBJECTIVES), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

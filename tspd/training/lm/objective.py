@@ -52,6 +52,19 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
     return ((ce * scored / ratio).sum(-1) / L).mean()
 
 
+def ar_loss(model, batch: Batch) -> torch.Tensor:
+    """Next-token cross-entropy under causal attention over the answer region (EOS fill included): Dream's
+    autoregressive start (Ye et al., 2025), trained by the network Dream's diffusion training then continues
+    (``--objective ar --arch dream``). Dream's logits are shifted (row ``j`` comes from the output at ``j - 1``),
+    so with a causal mask row ``j`` predicts token ``j`` from the tokens before it."""
+    ids, P = batch.input_ids, batch.prompt_width
+    T = ids.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
+    mask = causal[None, None] & batch.attention_mask.bool()[:, None, None, :]
+    logits = model(ids, attention_mask=mask, position_ids=batch.position_ids, logits_from=P)
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), ids[:, P:].reshape(-1))
+
+
 def stratified_uniform(n: int, device, generator: torch.Generator | None = None) -> torch.Tensor:
     """``[n, 1]`` draws in [0, 1), one in each slice [i/n, (i+1)/n), shuffled: uniform marginals, less variance."""
     u = torch.rand(n, device=device, generator=generator)
