@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def notebooks(stored: bool = False) -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [ch["file"] + ".ipynb" for part in toc.get("parts", []) for ch in part.get("chapters", [])
-             if ch["file"].startswith("notebooks/")]
+             if Path(ch["file"]).parts[0] == "notebooks"]
     if stored:
         files = [f for f in files if any("results_dir: str" in "".join(c["source"])
                                          for c in json.loads((ROOT / f).read_text())["cells"])]

@@ -42,7 +42,7 @@ for part in $parts; do
         t=$(date +%s)
         .venv/bin/papermill "$nb" "/tmp/staged-$(basename "$nb")" --cwd notebooks --log-level WARNING --no-progress-bar \
           -y "{model: $name, models: [$name], tasks: [$task], trace_source: $task-traces, threads: $threads,
-               results_dir: $PWD/$stage/runs, claims_dir: $PWD/$stage/claims}"
+               results_dir: $PWD/$stage/runs}"
         echo "$nb: $(( $(date +%s) - t )) s"
       done ;;
     table)

@@ -140,6 +140,8 @@ class BatchStream:
             except queue.Empty:
                 if not builder.is_alive():
                     return RuntimeError(f"the batch-building process exited (code {builder.exitcode})")
+            except (ConnectionError, EOFError) as e:   # a batch queued by a process since killed: its tensors are gone
+                return RuntimeError(f"the batch-building process died before its batch was read ({e!r})")
 
     def close(self) -> None:
         self.stop.set()
