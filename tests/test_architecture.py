@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tspd"
 # module names, each standing for itself and everything below it ("tspd" alone: the package's
 # __init__, the public API, which re-exports from below and is imported by nothing inside).
 LAYERS = [
-    ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options"]),
+    ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options", "tspd.markdown"]),
     ("models", ["tspd.models"]),
     ("decoding", ["tspd.decoding"]),
     ("eval", ["tspd.eval", "tspd.records"]),

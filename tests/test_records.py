@@ -137,3 +137,10 @@ def test_one_jsonl_reader_drops_a_torn_last_line_only_when_told(tmp_path):
         read_jsonl(tmp_path / "y.jsonl")
     (tmp_path / "z.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n'))
     assert read_jsonl(tmp_path / "z.jsonl.gz") == [{"a": 1}] and read_jsonl(tmp_path / "no.jsonl", missing_ok=True) == []
+
+
+def test_markdown_tables_are_written_one_way():
+    from tspd import markdown
+    assert markdown.table(["a", "b"], [[1, ""], ["x", 2.5]]) == ["| a | b |", "|---|---|", "| 1 |  |", "| x | 2.5 |"]
+    hand_built = [p.name for p in SOURCES if p.suffix == ".py" and "|---" in p.read_text() and p.name != "markdown.py"]
+    assert hand_built == [], f"write Markdown tables with tspd.markdown.table: {hand_built}"

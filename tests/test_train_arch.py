@@ -116,3 +116,10 @@ def test_a_causal_mask_makes_each_dream_row_read_only_the_tokens_before_it():
     batch = Batch(ids, torch.ones_like(ids), torch.arange(10)[None], 4)
     expected = torch.nn.functional.cross_entropy(rows[0, 4:], ids[0, 4:])
     assert ar_loss(net, batch).item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_the_training_record_names_the_layout_and_the_objective(trained):
+    out, _, model_type = trained
+    text = (out / "TRAINING.md").read_text()
+    assert ("Dream's layout" in text) == (model_type == "Dream") and ("LLaDA-MoE's layout" in text) != (model_type == "Dream")
+    assert "the LLaDA SFT objective" in text

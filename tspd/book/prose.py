@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from tspd import markdown
 from tspd.book.loop_speed import share_text
 from tspd.book.record import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
@@ -228,8 +229,8 @@ def controller_comparisons(seed: int = 0, table: controller_table.ControllerTabl
         found.append(compare(fewer_forwards, ours, plain))
     found += [compare(more_accurate, k, (k[0], k[1], "none"))
               for k in series if k[2] != "none" and (k[1] == (k[0] == "tspd"))]
-    lines = ["| comparison (paired, same problems) | value | 95 % interval | n |", "|---|---|---|---|"]
-    lines += [f"| {f.quantity} | {f.value:.2f} | {f.lo:.2f} to {f.hi:.2f} | {f.n} |" for f in found]
+    lines = markdown.table(["comparison (paired, same problems)", "value", "95 % interval", "n"],
+                           [[f.quantity, f"{f.value:.2f}", f"{f.lo:.2f} to {f.hi:.2f}", f.n] for f in found])
     return "\n" + "\n".join(lines) + "\n"
 
 

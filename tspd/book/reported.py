@@ -25,6 +25,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from tspd import markdown
 from tspd.eval.experiments import ours_label
 
 NUMBERS_FILE = Path(__file__).with_name("paper_numbers.json")
@@ -116,10 +117,7 @@ class Table(list):
         return [[_fmt(r.get(c)) for c in self.columns] for r in self]
 
     def to_markdown(self) -> str:
-        head = "| " + " | ".join(self.columns) + " |"
-        rule = "|" + "|".join("---" for _ in self.columns) + "|"
-        body = ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in self._cells()]
-        text = "\n".join([head, rule, *body])
+        text = "\n".join(markdown.table(self.columns, [[c.replace("|", "\\|") for c in cells] for cells in self._cells()]))
         return f"{self.caption}\n\n{text}" if self.caption else text
 
     def _repr_markdown_(self) -> str:

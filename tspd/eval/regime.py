@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tspd.markdown import table as markdown_table
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
 from tspd.decoding.names import slug
@@ -352,20 +353,21 @@ def markdown(record: dict) -> list[str]:
     """The record as a TRAINING.md section: every row, then the targets beside LLaDA-8B's anchors."""
     lines = [SECTION, "", f"`{record['command']}` (revision {record['git']}, {record['device']}); window "
              f"{record['gen_length']} / block {record['block_length']}; `regime.json` holds every row.", "",
-             "| decoding | accuracy (95 % interval) | n | TPF | forwards (batch max) |", "|---|---|---|---|---|"]
-    for name, r in record["rows"].items():
-        lo, hi = wilson(r["correct"], r["n"])
-        lines.append(f"| {name} | {r['accuracy']:.1%} ({lo:.1%}-{hi:.1%}) | {r['n']} | {r['tpf']:.2f} | {r['nfe']} |")
-    lines += ["", "| target | ours (95 % interval) | bound | met | LLaDA-8B-Instruct (their numbers) |",
-              "|---|---|---|---|---|"]
+             ]
+    lines += markdown_table(["decoding", "accuracy (95 % interval)", "n", "TPF", "forwards (batch max)"],
+                            [[name, f"{r['accuracy']:.1%} ({wilson(r['correct'], r['n'])[0]:.1%}-"
+                              f"{wilson(r['correct'], r['n'])[1]:.1%})", r["n"], f"{r['tpf']:.2f}", r["nfe"]]
+                             for name, r in record["rows"].items()])
+    rows = []
     for t in targets(record):
         a = t["anchor"]
         sign = "" if t["target"] == "vanilla" else "+"
         interval = "" if t["lo"] == t["hi"] else f" ({t['lo']:{sign}.1f} to {t['hi']:{sign}.1f})"
         met = "yes" if t["met"] else ("point only" if t["point_met"] else "no")
-        lines.append(f"| {t['what']} | {t['value']:.2f}{interval} | {'>=' if t['kind'] == 'min' else '<='} "
-                     f"{t['bound']:g} | {met} | {f'{a[0]:g}: {a[1]}' if a else ''} |")
-    return lines + [""]
+        rows.append([t["what"], f"{t['value']:.2f}{interval}", f"{'>=' if t['kind'] == 'min' else '<='} {t['bound']:g}",
+                     met, f"{a[0]:g}: {a[1]}" if a else ""])
+    return lines + [""] + markdown_table(["target", "ours (95 % interval)", "bound", "met",
+                                          "LLaDA-8B-Instruct (their numbers)"], rows) + [""]
 
 
 def write_section(training_md: Path, lines: list[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tspd.markdown import table as markdown_table
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import append_jsonl, read_json, read_jsonl, write_json
 
@@ -54,13 +55,10 @@ def append_samples(rows: list[dict], path: str | Path | None = None) -> None:
 
 def markdown(result: dict) -> str:
     """The README's table of the stored summary."""
-    lines = ["| controller | cache | n | same answer (95 % interval) | same text | parted | near-tie partings | "
-             "median forwards since block start | median confidence shift | median slack |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in result["rows"]:
-        lo, hi = r["same_answer_95"]
-        lines.append(f"| {r['policy']} | {r['cache']} | {r['n']} | {r['same_answer']:.1%} ({lo:.1%}-{hi:.1%}) | "
-                     f"{r['same_text']:.1%} | {r['parted']} | {r.get('near_tie', 0)} of {r['parted']} | "
-                     f"{r.get('median_step_in_block', float('nan')):.0f} | {r.get('median_shift', float('nan')):.3f} | "
-                     f"{r.get('median_slack', float('nan')):.3f} |")
-    return "\n".join(lines)
+    header = ["controller", "cache", "n", "same answer (95 % interval)", "same text", "parted", "near-tie partings",
+              "median forwards since block start", "median confidence shift", "median slack"]
+    rows = [[r["policy"], r["cache"], r["n"], f"{r['same_answer']:.1%} ({r['same_answer_95'][0]:.1%}-"
+             f"{r['same_answer_95'][1]:.1%})", f"{r['same_text']:.1%}", r["parted"], f"{r.get('near_tie', 0)} of {r['parted']}",
+             f"{r.get('median_step_in_block', float('nan')):.0f}", f"{r.get('median_shift', float('nan')):.3f}",
+             f"{r.get('median_slack', float('nan')):.3f}"] for r in result["rows"]]
+    return "\n".join(markdown_table(header, rows))

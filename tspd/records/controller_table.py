@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tspd.markdown import table as markdown_table
 from tspd.eval.results import ResultsFile
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import read_json, write_json
@@ -63,17 +64,15 @@ def _fmt(value, spec: str, none: str = "–") -> str:
 def markdown(table: dict) -> str:
     """The README's table: accuracy with its Wilson 95 % interval, NFE, TPS, speedup, overheads, agreement."""
     pct = lambda v: "–" if v is None else f"{100 * v:.0f} %"   # noqa: E731
-    lines = ["| controller | CE | cache | acc. (%) [95 % CI] | NFE | TPS | speedup | ctrl % of fwd | CE % of fwd "
-             "| same answer as vanilla | same answer as no cache | same text as no cache |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in table["rows"]:
-        lo, hi = r["accuracy_95"]
-        lines.append(f"| {r['controller']} | {'on' if r['ce'] else 'off'} | {r['cache']} | {100 * r['accuracy']:.1f} "
-                     f"[{100 * lo:.1f}, {100 * hi:.1f}] | {r['nfe']:.1f} | {_fmt(r['tps'], '.1f')} "
-                     f"| {_fmt(r['speedup_tps'], '.2f')} | {_fmt(r['controller_pct_of_forward'], '.1f')} "
-                     f"| {_fmt(r['ce_pct_of_forward'], '.1f')} | {pct(r.get('same_answer_as_vanilla'))} "
-                     f"| {pct(r.get('same_answer_as_no_cache'))} | {pct(r.get('same_text_as_no_cache'))} |")
-    return "\n".join(lines)
+    header = ["controller", "CE", "cache", "acc. (%) [95 % CI]", "NFE", "TPS", "speedup", "ctrl % of fwd",
+              "CE % of fwd", "same answer as vanilla", "same answer as no cache", "same text as no cache"]
+    rows = [[r["controller"], "on" if r["ce"] else "off", r["cache"],
+             f"{100 * r['accuracy']:.1f} [{100 * r['accuracy_95'][0]:.1f}, {100 * r['accuracy_95'][1]:.1f}]",
+             f"{r['nfe']:.1f}", _fmt(r["tps"], ".1f"), _fmt(r["speedup_tps"], ".2f"),
+             _fmt(r["controller_pct_of_forward"], ".1f"), _fmt(r["ce_pct_of_forward"], ".1f"),
+             pct(r.get("same_answer_as_vanilla")), pct(r.get("same_answer_as_no_cache")),
+             pct(r.get("same_text_as_no_cache"))] for r in table["rows"]]
+    return "\n".join(markdown_table(header, rows))
 
 
 def console(table: dict) -> str:

@@ -111,8 +111,8 @@ def start(cfg: LMTrainConfig, out: Path, log) -> Run:
     run.info = {"status": "in progress", "command": command_line(cfg), "git": git_revision() or "unknown",
                 "device": device_name(device), "params": params, "step": 0, "batch_size": cfg.batch_size,
                 "tokens": 0, "train_seconds": 0.0, "tokens_per_s": 0.0, "loss": float("nan"), "loss_window": 0,
-                "task": cfg.task, "gen_length": cfg.gen_length, "block_length": cfg.block_length, "evals": [],
-                "curve": [], "recent": [], "resumes": 0}
+                "task": cfg.task, "arch": cfg.arch, "objective": cfg.objective, "gen_length": cfg.gen_length,
+                "block_length": cfg.block_length, "evals": [], "curve": [], "recent": [], "resumes": 0}
     if cfg.resume:
         state = torch.load(out / STATE, map_location=device, weights_only=False)
         net.load_state_dict(state["model"])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from tspd import markdown
 from tspd.eval.results import wilson
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
@@ -30,17 +31,17 @@ def sweep_table(evals: list[dict]) -> list[str]:
     """Markdown rows: accuracy with its 95 % interval, change against 1 token per step, forwards."""
     base = next((r for r in evals if r["policy"] == "vanilla" and (r.get("tokens_per_step") or 1) == 1
                  and "accuracy" in r), None)
-    rows = ["| decoding | accuracy (95 % interval) | vs 1 token/step (points) | n | forwards (batch max) |",
-            "|---|---|---|---|---|"]
+    rows = []
     for r in evals:
         if "accuracy" not in r:
-            rows.append(f"| {_decoding_name(r)} | not measured: {r['error']} | | {r['n']} | |")
+            rows.append([_decoding_name(r), f"not measured: {r['error']}", "", r["n"], ""])
             continue
         lo, hi = wilson(r["correct"], r["n"])
         delta = f"{100 * (r['accuracy'] - base['accuracy']):+.1f}" if base and r is not base else ""
-        rows.append(f"| {_decoding_name(r)} | {r['accuracy']:.1%} ({r['correct']}/{r['n']}; "
-                    f"{lo:.1%}-{hi:.1%}) | {delta} | {r['n']} | {r['nfe']} |")
-    return rows
+        rows.append([_decoding_name(r), f"{r['accuracy']:.1%} ({r['correct']}/{r['n']}; {lo:.1%}-{hi:.1%})", delta,
+                     r["n"], r["nfe"]])
+    return markdown.table(["decoding", "accuracy (95 % interval)", "vs 1 token/step (points)", "n",
+                           "forwards (batch max)"], rows)
 
 
 # The learning curve's probes: with everything after the span masked (the state of a decoder that has written
@@ -76,11 +77,10 @@ def regime_curve(curve: list[dict]) -> list[str]:
         return []
     cell = lambda k, v: "" if v is None else f"{v:.0%}" if k == "long_accuracy" else f"{v:.2f}" if k == "fast_tpf" \
         else f"{v:+.1f}"   # noqa: E731
-    rows = ["## Regime figures during training (`tspd.eval.regime`; costs in points, no cache minus cached)", "",
-            "| step | minutes | " + " | ".join(REGIME_NAMES.values()) + " |", "|---|---|" + "---|" * len(REGIME_NAMES)]
-    rows += [f"| {c['step']} | {c['minutes']:.1f} | " + " | ".join(cell(k, c.get(k)) for k in REGIME_NAMES) + " |"
-             for c in points]
-    return rows + [""]
+    return ["## Regime figures during training (`tspd.eval.regime`; costs in points, no cache minus cached)", ""] + \
+        markdown.table(["step", "minutes", *REGIME_NAMES.values()],
+                       [[c["step"], f"{c['minutes']:.1f}", *(cell(k, c.get(k)) for k in REGIME_NAMES)]
+                        for c in points]) + [""]
 
 
 def _pct(x) -> str:
@@ -91,35 +91,40 @@ def probe_table(probed: dict, task: str = "arith") -> list[str]:
     """Markdown: the final record's teacher-forced probes and the counterfactual, with the rest of the
     answer visible and with everything after the span masked (roster: its own probes)."""
     if task == "roster":
-        return ["## Teacher-forced probes (`tspd.training.roster_probes`: the reference plan in the window, a "
-                "few tokens masked, one forward)", "", f"On the first {probed['n']} test problems, every day line.", "",
-                "| probe | right |", "|---|---|"] + \
-               [f"| {name} | {_pct(probed.get(k))} |" for k, name in ROSTER_PROBES.items()] + [""]
+        head = ["## Teacher-forced probes (`tspd.training.roster_probes`: the reference plan in the window, a "
+                "few tokens masked, one forward)", "", f"On the first {probed['n']} test problems, every day line.", ""]
+        return head + markdown.table(["probe", "right"], [[name, _pct(probed.get(k))] for k, name in ROSTER_PROBES.items()]) \
+            + [""]
     names = {"operand_question": "question numbers", "operand_result": "earlier results", "result*": "products",
              "result+": "sums", "result-": "differences", "result/": "quotients", "final": "final line"}
     rows = ["## Teacher-forced probes (`tspd.training.probes`: the reference solution in the window, one span masked)",
             "", f"On the first {probed['n']} test problems; the counterfactual on the {probed['cf_n']} of them whose "
             "first result is copied by a later line (that result altered, the copy masked: does the model write "
-            "the altered value, or recompute the true one?).", "",
-            "| probe | rest of the answer visible | everything after the span masked |", "|---|---|---|"]
-    rows += [f"| {name} | {_pct(probed.get(probes.ROLE_COLUMNS[role]))} | {_pct(probed.get(probes.NEXT_COLUMNS[role]))} |"
+            "the altered value, or recompute the true one?).", ""]
+    cells = [[name, _pct(probed.get(probes.ROLE_COLUMNS[role])), _pct(probed.get(probes.NEXT_COLUMNS[role]))]
              for role, name in names.items()]
-    rows += [f"| counterfactual: copies the altered value | {_pct(probed.get('cf_copied'))} | "
-             f"{_pct(probed.get('cf_next_copied'))} |",
-             f"| counterfactual: recomputes the true value | {_pct(probed.get('cf_recomputed'))} | "
-             f"{_pct(probed.get('cf_next_recomputed'))} |",
-             f"| counterfactual, the {probed.get('cf_valid_n', '?')} whose altered value keeps every later line valid: "
-             f"copies | {_pct(probed.get('cf_copied_valid'))} | {_pct(probed.get('cf_next_copied_valid'))} |",
-             f"| final line, the whole window masked (one forward: `probes.one_pass`) | | "
-             f"{_pct(probed.get('one_pass_final'))} |"]
-    return rows + [""]
+    cells += [["counterfactual: copies the altered value", _pct(probed.get("cf_copied")),
+               _pct(probed.get("cf_next_copied"))],
+              ["counterfactual: recomputes the true value", _pct(probed.get("cf_recomputed")),
+               _pct(probed.get("cf_next_recomputed"))],
+              [f"counterfactual, the {probed.get('cf_valid_n', '?')} whose altered value keeps every later line valid: "
+               "copies", _pct(probed.get("cf_copied_valid")), _pct(probed.get("cf_next_copied_valid"))],
+              ["final line, the whole window masked (one forward: `probes.one_pass`)", "",
+               _pct(probed.get("one_pass_final"))]]
+    return rows + markdown.table(["probe", "rest of the answer visible", "everything after the span masked"], cells) + [""]
+
+
+LAYOUTS = {"llada": "LLaDA architecture", "dream": "Dream's layout: Qwen2 names, shifted logits",
+           "llada-moe": "LLaDA-MoE's layout: routed experts"}   # train-lm --arch (tspd.training.lm.arch)
+OBJECTIVES = {"diffusion": "the LLaDA SFT objective", "ar": "the next-token objective under causal attention"}
 
 
 def write_training_md(out: Path, info: dict) -> None:
     task = info.get("task", "arith")
     lines = [f"# {'tiny-arith' if task == 'arith' else out.name}: training record", "",
-             "Embedded masked diffusion LM (LLaDA architecture) trained with the LLaDA SFT objective on "
-             f"`tspd.eval.tasks.{task}` (synthetic GSM8K-style problems). Written by `python -m tspd train-lm`.", "",
+             f"Embedded masked diffusion LM ({LAYOUTS[info.get('arch', 'llada')]}) trained with "
+             f"{OBJECTIVES[info.get('objective', 'diffusion')]} on `tspd.eval.tasks.{task}` (synthetic GSM8K-style "
+             "problems). Written by `python -m tspd train-lm`.", "",
              f"- status: {info['status']}",
              f"- command: `{info['command']}`",
              f"- git revision: {info['git']}",
@@ -135,11 +140,10 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("curve"):
         probed_by = "`tspd.training.roster_probes`" if task == "roster" else \
             "`tspd.training.probes`, with everything after the span masked"
-        lines += [f"## Learning curve (held-out, 1 token per step; teacher-forced probes: {probed_by})", "",
-                  "| step | training minutes | loss | accuracy | n | " + " | ".join(curve_probes(task).values()) + " |",
-                  "|---|---|---|---|---|" + "---|" * len(curve_probes(task))]
-        lines += [f"| {c['step']} | {c['minutes']:.1f} | {c['loss']:.4f} | {c['accuracy']:.1%} | {c['n']} | " +
-                  " | ".join(_pct(c.get(k)) for k in curve_probes(task)) + " |" for c in info["curve"]]
+        lines += [f"## Learning curve (held-out, 1 token per step; teacher-forced probes: {probed_by})", ""]
+        lines += markdown.table(["step", "training minutes", "loss", "accuracy", "n", *curve_probes(task).values()],
+                                [[c["step"], f"{c['minutes']:.1f}", f"{c['loss']:.4f}", f"{c['accuracy']:.1%}", c["n"],
+                                  *(_pct(c.get(k)) for k in curve_probes(task))] for c in info["curve"]])
         lines.append("")
         lines += regime_curve(info["curve"])
     if info.get("stopped_early"):
