@@ -14,7 +14,9 @@ from tspd.eval.tasks import data as task_data
 # The benchmark data: ../shared/data (or $TSPD_DATA_DIR) when present, else the few rows of each
 # benchmark vendored under tests/data, so the harness tests always run.
 FIXTURE_DATA = Path(__file__).resolve().parent / "data"
-FULL_DATA = (task_data.default_data_dir() / "gsm8k" / "test.jsonl").is_file()
+# (a test process started by pytest-xdist inherits the variable its parent set: the fixture rows again)
+FULL_DATA = task_data.default_data_dir().resolve() != FIXTURE_DATA.resolve() \
+    and (task_data.default_data_dir() / "gsm8k" / "test.jsonl").is_file()
 if not FULL_DATA:
     os.environ[task_data.ENV_VAR] = str(FIXTURE_DATA)
 # test-split sizes of the full data and of the rows vendored in tests/data
