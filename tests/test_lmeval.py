@@ -104,6 +104,7 @@ def test_speed_and_decoding_are_recorded(runs):
     json.dumps(results["config"])   # what lm-eval writes out is plain JSON
 
 
+@pytest.mark.slow   # lm-eval's own command line, end to end (a subprocess)
 def test_stock_lm_eval_runs_the_task_named_by_its_yaml(tmp_path):
     """The issue's command through lm-eval's own console entry: naming the task by its YAML path loads its
     utils.py, which registers ``--model tspd`` before lm-eval looks the model up (no --device: CPU)."""

@@ -72,6 +72,7 @@ def test_markdown_shows_the_anchors_as_theirs_and_replaces_its_own_section(tmp_p
     assert "old" not in md.read_text() and "## After\n\nkept" in md.read_text()
 
 
+@pytest.mark.slow   # the regime command, end to end
 def test_the_command_writes_a_resumable_record(tmp_path, capsys):
     from tspd.cli import main
     from tspd.models.loading import resolve_path
@@ -118,7 +119,7 @@ def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
 
 
 @pytest.mark.parametrize("name, rows", [
-    ("tiny-arith", ("fast", "vanilla_dual")),                                 # the tests' model
+    pytest.param("tiny-arith", ("fast", "vanilla_dual"), marks=pytest.mark.slow),   # the tests' model
     pytest.param("tiny-arith-256", ("fast_dual",), marks=pytest.mark.slow),   # 256 tokens: the cheapest row only
     pytest.param("tiny-roster", ("fast_dual",), marks=pytest.mark.slow),
 ])

@@ -74,6 +74,7 @@ def test_runs_are_committed():
     assert len(picked_runs()) >= 4, f"expected committed runs of several controllers in {RUNS}"
 
 
+@pytest.mark.slow   # decodes committed runs again
 @pytest.mark.parametrize("meta", picked_runs(), ids=lambda m: "{}-{}".format(
     slug(m["config"]["policy"], m["config"]["ce"]), m["config"]["cache"]))
 def test_committed_run_reproduces(meta, tmp_path):
@@ -92,12 +93,14 @@ def table_picks() -> list:
             for kind in TABLE_PICKS]
 
 
+@pytest.mark.slow   # decodes the controller table's runs again
 @pytest.mark.parametrize("kind, meta", table_picks())
 def test_controller_table_run_reproduces(kind, meta, tmp_path):
     assert meta is not None, f"{TABLE} has no run of {kind}: rerun python -m tspd controller-table"
     assert mismatches(meta, TABLE, tmp_path) == []
 
 
+@pytest.mark.slow   # decodes a committed run again
 def test_an_edited_run_file_is_caught(tmp_path):
     meta = min(picked_runs(), key=lambda m: (m["config"]["policy"] == "vanilla", m["key"]))   # a cheap run: few forwards
     rows = (RUNS / f"{meta['key']}.jsonl").read_text().splitlines()

@@ -393,6 +393,7 @@ def test_chain_training_refuses_arith_only_options(tmp_path):
         train(LMTrainConfig(out=str(tmp_path / "x"), task="chain", swap_frac=0.3, max_steps=1), log=lambda s: None)
 
 
+@pytest.mark.slow   # a training run with its regime figures, end to end
 def test_a_chain_run_records_its_task_and_regime_figures(tmp_path):
     out = tmp_path / "chain"
     info = train(LMTrainConfig(out=str(out), task="chain", **TINY, batch_size=2, max_steps=2, eval_every=2,
