@@ -64,34 +64,22 @@ def add_arguments(p) -> None:
                    help="write the results JSON here; {device} becomes the device name, e.g. results/bench/loop-{device}.json")
 
 
-class ForwardLog:
-    """A network that records every forward's inputs (for the bare replay) and otherwise answers what
-    ``generate`` asks of a :class:`~tspd.models.loading.LoadedModel`'s network: its config, device and caches."""
-
-    def __init__(self, network):
-        self.network, self.calls = network, []
-
-    @property
-    def config(self):
-        return self.network.config
-
-    @property
-    def device(self) -> torch.device:
-        return self.network.device
-
-    def new_cache(self):
-        return self.network.new_cache()
-
-    def __call__(self, ids, **kw):
-        self.calls.append((ids.clone(), {k: v for k, v in kw.items() if k != "cache"}, kw.get("cache") is not None))
-        return self.network(ids, **kw)
-
-
 def recorded_forwards(model: LoadedModel, ids: list[int], config: DecodeConfig) -> list:
-    """The forwards one decoding of ``ids`` runs: [(window ids, keyword arguments, cached)]."""
-    log = ForwardLog(model.module)
-    generate(dataclasses.replace(model, module=log, graphs=None), [ids], config)
-    return log.calls
+    """The forwards one decoding of ``ids`` runs: [(window ids, keyword arguments, cached)], recorded by a forward
+    pre-hook on the network (the CUDA-graph path off, so that every forward is a call)."""
+    calls = []
+
+    def record(module, args, kwargs):
+        kw = dict(kwargs)
+        window = args[0] if args else kw.pop("input_ids")
+        calls.append((window.clone(), {k: v for k, v in kw.items() if k != "cache"}, kw.get("cache") is not None))
+
+    handle = model.module.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        generate(dataclasses.replace(model, graphs=None), [ids], config)
+    finally:
+        handle.remove()
+    return calls
 
 
 def replay_forwards(model: LoadedModel, calls: list) -> None:
