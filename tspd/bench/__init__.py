@@ -34,6 +34,7 @@ import warnings
 
 import torch
 
+from tspd.models.fused import fuse_projections
 from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
@@ -90,6 +91,8 @@ def add_arguments(p) -> None:
     p.add_argument("--no-generate", action="store_true", help="skip the whole-generate measurements")
     p.add_argument("--fast", action="store_true", help="also time the CUDA-graph fast path (tspd.decoding.graphs)")
     p.add_argument("--parity", action="store_true", help="check fast-path tokens against the eager path")
+    p.add_argument("--no-fuse", action="store_true",
+                   help="q/k/v and gate/up as separate matmuls (fused on a GPU by default, as load_model does)")
     p.add_argument("--out", default=None,
                    help="write the results JSON here; {device} becomes the device name, e.g. results/gpu/{device}.json")
 
@@ -119,9 +122,9 @@ class Timer:
         return statistics.median(times)
 
 
-def build_model(shape: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
+def build_model(shape: str, device: torch.device, dtype: torch.dtype, fuse: bool = False) -> LoadedModel:
     """Random weights created on ``device`` in ``dtype`` (never materialised on the CPU first), as a
-    loaded model of no directory (no tokenizer)."""
+    loaded model of no directory (no tokenizer); ``fuse``: its projections fused (:mod:`tspd.models.fused`)."""
     cfg = LLaDAConfig(**SHAPES[shape])
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -130,6 +133,8 @@ def build_model(shape: str, device: torch.device, dtype: torch.dtype) -> LoadedM
             model = LLaDAModelLM(cfg).eval()
     finally:
         torch.set_default_dtype(prev)
+    if fuse:
+        fuse_projections(model)
     for p in model.parameters():
         p.requires_grad_(False)
     return LoadedModel(model, special=SpecialTokens(mask=cfg.mask_token_id, eos=cfg.eos_token_id,
@@ -310,13 +315,14 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     timer = Timer(device, args.repeats, args.warmup)
     torch.manual_seed(args.seed)
     peaks = peak_rates(device, dtype, timer)
-    model = build_model(args.shape, device, dtype)
+    fused = device.type != "cpu" and not args.no_fuse
+    model = build_model(args.shape, device, dtype, fused)
     result = {
         "command": command, "revision": git_revision(),
         "device": device_name(device),
         "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
         "confidence_dtype": args.confidence_dtype,
-        "params": sum(p.numel() for p in model.parameters()), "peaks": peaks, "rows": [],
+        "params": sum(p.numel() for p in model.parameters()), "fused": fused, "peaks": peaks, "rows": [],
     }
     for b in batches:
         row = bench_batch(model, b, args, timer, peaks)

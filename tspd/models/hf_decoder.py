@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tspd.models.fused import fuse_linears
 from tspd.models.llada import KVCache, RMSNorm, apply_rope, window_inputs
 
 
@@ -151,9 +152,14 @@ class SwiGLU(nn.Module):
         self.gate_proj = nn.Linear(hidden, inner, bias=False)
         self.up_proj = nn.Linear(hidden, inner, bias=False)
         self.down_proj = nn.Linear(inner, hidden, bias=False)
+        self.gate_up = None   # set by fuse_projections (tspd.models.fused)
+
+    def fuse_projections(self) -> None:
+        fuse_linears(self, "gate_up", ("gate_proj", "up_proj"))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = self.gate_up(x) if self.gate_up is not None else (self.gate_proj(x), self.up_proj(x))
+        return self.down_proj(F.silu(gate) * up)
 
 
 def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -187,12 +193,17 @@ class Attention(nn.Module):
         if qk_norm_eps is not None:
             self.q_norm = RMSNorm(hd, qk_norm_eps)
             self.k_norm = RMSNorm(hd, qk_norm_eps)
+        self.qkv = None   # set by fuse_projections (tspd.models.fused)
+
+    def fuse_projections(self) -> None:
+        fuse_linears(self, "qkv", ("q_proj", "k_proj", "v_proj"))
 
     def forward(self, x, cos, sin, attn_mask, cache: KVCache | None, layer: int, offset: int):
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
-        k = self.k_proj(x).view(B, T, self.kv_heads, self.head_dim)
-        v = self.v_proj(x).view(B, T, self.kv_heads, self.head_dim)
+        q, k, v = self.qkv(x) if self.qkv is not None else (self.q_proj(x), self.k_proj(x), self.v_proj(x))
+        q = q.reshape(B, T, self.n_heads, self.head_dim)
+        k = k.reshape(B, T, self.kv_heads, self.head_dim)
+        v = v.reshape(B, T, self.kv_heads, self.head_dim)
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         if self.clip is not None:

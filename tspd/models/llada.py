@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tspd.models.fused import fuse_linears
 from tspd.models.config import LLaDAConfig
 
 
@@ -119,14 +120,20 @@ class Block(nn.Module):
         self.ff_proj = nn.Linear(d, cfg.mlp_hidden_size, bias=False)  # gate (SiLU applied)
         self.up_proj = nn.Linear(d, cfg.mlp_hidden_size, bias=False)
         self.ff_out = nn.Linear(cfg.mlp_hidden_size, d, bias=False)
+        self.qkv = self.gate_up = None   # set by fuse_projections (tspd.models.fused)
+
+    def fuse_projections(self) -> None:
+        fuse_linears(self, "qkv", ("q_proj", "k_proj", "v_proj"))
+        fuse_linears(self, "gate_up", ("ff_proj", "up_proj"))
 
     def forward(self, x, cos, sin, attn_mask, cache: KVCache | None, layer: int, offset: int):
         B, T, _ = x.shape
         cfg = self.cfg
         h = self.attn_norm(x)
-        q = self.q_proj(h).view(B, T, cfg.n_heads, cfg.head_dim).transpose(1, 2)
-        k = self.k_proj(h).view(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
-        v = self.v_proj(h).view(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
+        q, k, v = self.qkv(h) if self.qkv is not None else (self.q_proj(h), self.k_proj(h), self.v_proj(h))
+        q = q.reshape(B, T, cfg.n_heads, cfg.head_dim).transpose(1, 2)
+        k = k.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
+        v = v.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         # q and k rotated in one pass: half the elementwise kernels of a step, the same values
         q, k = apply_rope(torch.cat([q, k], 1), cos, sin).split([cfg.n_heads, cfg.kv_heads], 1)
         if cache is not None:
@@ -137,7 +144,8 @@ class Block(nn.Module):
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False)
         x = x + self.attn_out(att.transpose(1, 2).reshape(B, T, -1))
         h = self.ff_norm(x)
-        return x + self.ff_out(F.silu(self.ff_proj(h)) * self.up_proj(h))
+        gate, up = self.gate_up(h) if self.gate_up is not None else (self.ff_proj(h), self.up_proj(h))
+        return x + self.ff_out(F.silu(gate) * up)
 
 
 class LLaDAModel(nn.Module):

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from safetensors import safe_open
 
+from tspd.models.fused import fuse_projections, is_fused
 from tspd.models.config import LLaDAConfig
 from tspd.models.dream import DreamConfig, DreamModelLM
 from tspd.models.llada import LLaDAModelLM
@@ -349,13 +350,15 @@ class LoadedModel:
 
 
 def load_model(path_or_name: str | Path | Checkpoint | None = None, device: str | torch.device = "cpu",
-               dtype: torch.dtype | str | None = None) -> LoadedModel:
+               dtype: torch.dtype | str | None = None, fuse: bool | None = None) -> LoadedModel:
     """Load a local checkpoint directory (LLaDA format), an embedded model by name, or an opened
     :class:`Checkpoint` (whose ``config.json`` is not read again).
 
     Returns a :class:`LoadedModel`: the network in eval mode, its tokenizer (None if the directory has
     none) and its :class:`SpecialTokens`. ``dtype`` defaults to float32 on CPU (bf16 matmuls are very
-    slow there) and bfloat16 elsewhere.
+    slow there) and bfloat16 elsewhere. ``fuse``: q/k/v and gate/up as one matmul each
+    (:mod:`tspd.models.fused`; None: on a GPU, where it saves kernels, not on the CPU, whose committed runs are
+    reproduced bit for bit).
     """
     checkpoint = Checkpoint.open(path_or_name)
     path, config = checkpoint.path, checkpoint.config
@@ -367,6 +370,8 @@ def load_model(path_or_name: str | Path | Checkpoint | None = None, device: str 
     with torch.device("meta"):
         model = checkpoint.model_class(config)
     load_weights(model, files, device, dtype)
+    if (device.type != "cpu") if fuse is None else fuse:   # unset: on a GPU only
+        fuse_projections(model)
     try:
         tokenizer = load_tokenizer(path)
     except CheckpointError:
@@ -386,6 +391,9 @@ def save_model(model: torch.nn.Module, directory: str | Path, max_shard_bytes: i
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(model, LoadedModel):          # a LoadedModel saves its network
         model = model.module
+    if is_fused(model):
+        raise ValueError("a network with fused projections is for decoding and cannot be saved: "
+                         "load it with load_model(..., fuse=False)")
     model.config.save(out)
     tensors = {k: (v.detach().to(dtype) if dtype else v.detach()).contiguous().cpu()
                for k, v in model.state_dict().items()}
