@@ -64,9 +64,10 @@ def test_shipped_model_has_learned_what_its_record_says():
 def test_generate_command_answers_a_held_out_problem():
     """The shell command decodes exactly what generate() does, and so solves what the model solves."""
     model = load_model("tiny-arith")
-    problems = arith.load_split("test", 64)
+    problems = arith.load_split("test", 8)    # it solves most: the first 8 hold one
     texts = generate(model, [arith.prompt(p) for p in problems]).texts
-    solved = next(p for t, p in zip(texts, problems) if arith.extract_answer(t) == p["final"])
+    solved = next((p for t, p in zip(texts, problems) if arith.extract_answer(t) == p["final"]), None)
+    assert solved is not None, "tiny-arith solves none of its first 8 test problems"
     done = subprocess.run([sys.executable, "-m", "tspd", "generate", "--model", "tiny-arith", "--json",
                            "--threads", "1", "--prompt", solved["question"]],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
