@@ -110,3 +110,21 @@ def test_an_edited_run_file_is_caught(tmp_path):
     shutil.copy(RUNS / f"{meta['key']}.json", tmp_path / f"{meta['key']}.json")
     found = mismatches(meta, tmp_path, tmp_path / "fresh")
     assert len(found) == 1 and first["id"] in found[0]
+
+
+def test_disturbed_batches_are_found_by_their_time_per_forward(tmp_path):
+    """scripts/redo_disturbed.py drops the rows of a batch that took far longer per forward than its fellows
+    (wall time shared with other work), so that the harness decodes them again; the others are kept as written."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("redo_disturbed", REPO_ROOT / "scripts" / "redo_disturbed.py")
+    redo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(redo)
+    rows = [{"id": f"p{i}", "batch": f"b{i // 2}", "batch_seconds": 9.0 if i // 2 == 1 else 1.0, "nfe": 10 + i % 2}
+            for i in range(8)]
+    assert redo.disturbed(rows, 1.3) == {"b1"}
+    path = tmp_path / "k.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "k.summary.json").write_text("{}")
+    redo.main([str(tmp_path)])
+    kept = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["id"] for r in kept] == ["p0", "p1", "p4", "p5", "p6", "p7"] and not (tmp_path / "k.summary.json").exists()
