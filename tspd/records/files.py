@@ -18,7 +18,17 @@ def write_json(path: str | Path, data, indent: int = 1) -> Path:
     """``data`` as indented JSON and a final newline (the layout of every committed record)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=indent) + "\n")
+    write_text_atomic(path, json.dumps(data, indent=indent) + "\n")
+    return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """``text`` into ``path`` through a temporary file beside it: a reader (another test process, a notebook)
+    sees the old file or the new one, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
     return path
 
 

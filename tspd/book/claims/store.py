@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from tspd.records.files import write_text_atomic
 from tspd.book.claims.stats import FAILS, HOLDS, OPEN, Claim
 from tspd.provenance import REPO_ROOT
 
@@ -71,7 +72,7 @@ def report(notebook: str, claims: dict[str, Claim], claims_dir: str | Path | Non
     p = path(notebook, claims_dir)
     if not p.exists() or p.read_text() != text:
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        write_text_atomic(p, text)
 
 
 def load(notebook: str, claims_dir: str | Path | None = None) -> dict[str, Claim] | None:
