@@ -5,10 +5,12 @@ process was stopped) took several times its fellows per forward. Greedy decoding
 so removing those rows and rerunning the command that made the run (the harness computes missing rows)
 measures their time again, alone. Its summary file goes too (the harness writes it anew).
 
-    .venv/bin/python scripts/redo_disturbed.py RUNS_DIR [--ratio 1.3] [--dry-run]
+    .venv/bin/python scripts/redo_disturbed.py RUNS_DIR [--ratio 1.8] [--dry-run]
 
 A batch is disturbed when its seconds per forward (its wall time over its longest decoding's forwards) exceed
-``--ratio`` times the median of its run's batches.
+``--ratio`` times the median of its run's batches. Undisturbed batches of one run stay within about 1.6x of
+each other on the 2-core AMD EPYC (their prompts differ in length); a stopped process or a second heavy job
+gives 3x to several hundred times.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def disturbed(rows: list[dict], ratio: float) -> set[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs_dir", type=Path)
-    ap.add_argument("--ratio", type=float, default=1.3)
+    ap.add_argument("--ratio", type=float, default=1.8)
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
     for path in sorted(args.runs_dir.glob("*.jsonl")):
