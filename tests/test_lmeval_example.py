@@ -49,3 +49,13 @@ def test_each_generated_task_has_its_lmeval_task(tmp_path):
     (tmp_path / "none" / "config.json").write_text("{}")
     with pytest.raises(ValueError, match="names no generated task"):
         Example(str(tmp_path / "none"))
+
+
+def test_the_readmes_lmeval_commands_are_the_records():
+    """The commands the README shows are those the record ran (its model, settings and task), so a switch of
+    the book's model cannot leave the README's example on the old one."""
+    record = lmeval_example.load()
+    readme = (REPO_ROOT / "README.md").read_text()
+    task = checkpoint_task(record.model)
+    assert f"--model_args {record.model_args}" in readme and f"tspd_{task}/tspd_{task}.yaml" in readme
+    assert f"--tasks tspd_{task} --limit {record.limit}" in readme and f"eval --task {task} " in readme
