@@ -66,3 +66,12 @@ def test_readme_quotes_the_stored_table(command, record):
         pytest.skip(f"{record.PATH} not computed yet (python -m tspd {command})")
     table = record.markdown(record.load_dict()).strip()
     assert table in (REPO_ROOT / "README.md").read_text(), f"paste `python -m tspd {command} --markdown` into the README"
+
+
+def test_the_readmes_words_around_the_controller_table_name_its_model_and_task():
+    """The prose before the pasted table says which problems it decodes: the record's task and model."""
+    if not table_record.PATH.exists():
+        pytest.skip(f"{table_record.PATH} not computed yet (python -m tspd controller-table)")
+    stored = table_record.load_dict()
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert f"held-out `{stored['task']}` test problems" in readme
