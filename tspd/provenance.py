@@ -6,6 +6,8 @@ bench file name them the same way.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import platform
 import subprocess
 from pathlib import Path
@@ -69,3 +71,9 @@ def device_name(device: str | torch.device) -> str:
         pass
     n = torch.get_num_threads()
     return f"{cpu} ({n} thread{'s' if n != 1 else ''})"
+
+
+def settings_digest(settings) -> str:
+    """12 hex digits of a SHA-256 over ``settings`` as sorted-key JSON (what is not JSON, as its str): the name
+    of a stored result made from those settings (a trace set, a trained variant, Figures 3-4's reduction)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]

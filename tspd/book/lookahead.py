@@ -16,8 +16,6 @@ token, and its confidence series and the forecast made at its look-ahead step.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +23,11 @@ import torch
 
 from tspd.decoding.extrapolate import CEConfig, forecast, horizon_terms, replay, select_horizon
 from tspd.models.loading import DEFAULT_MODEL, decode_lengths
+from tspd.provenance import settings_digest
 
 FORMAT = "tspd-lookahead-1"
-PER_TOKEN = ("t_wait", "t_look", "t_ce", "t_commit", "right_look", "right_ce", "judged", "consistent")
+PER_TOKEN = {"t_wait": torch.int16, "t_look": torch.int16, "t_ce": torch.int16, "t_commit": torch.int16,
+             "right_look": torch.bool, "right_ce": torch.bool, "judged": torch.int16, "consistent": torch.int16}
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class LookaheadSpec:
     def key(self) -> str:
         from tspd.eval.experiments import model_fingerprint
         d = {**dataclasses.asdict(self), "weights": model_fingerprint(self.model)}   # new weights, new record
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return settings_digest(d)
 
 
 def reduce(gen, spec: LookaheadSpec) -> dict:
@@ -134,8 +134,7 @@ def _joined(parts: list[dict], spec: LookaheadSpec) -> dict:
     return {"format": FORMAT, "spec": dataclasses.asdict(spec), "revision": git_revision(),
             "device": device_name(spec.device), "steps": parts[0]["steps"],
             "reproduced": all(p["reproduced"] for p in parts), "examples": [p["example"] for p in parts],
-            **{k: torch.cat([p[k] for p in parts]).to(torch.int16 if k.startswith(("t_", "judged", "consistent"))
-                                                        else torch.bool) for k in PER_TOKEN}}
+            **{k: torch.cat([p[k] for p in parts]).to(dtype) for k, dtype in PER_TOKEN.items()}}
 
 
 def stored_path(spec: LookaheadSpec, variants_dir: str | Path) -> Path:

@@ -134,7 +134,8 @@ def _roster_probes(model: str) -> tuple[str, str] | None:
     file they come from; None for a checkpoint without them."""
     from tspd.training.lm.record import read_log
     path = Path(resolve_path(model)) / "eval_log.csv"
-    last = read_log(path)[-1] if path.is_file() and path.stat().st_size else {}
+    rows = read_log(path) if path.is_file() else []
+    last = rows[-1] if rows else {}
     if last.get("probe_chore") is None or last.get("probe_pair") is None:
         return None
     text = (f"teacher-forced at its last curve point ({int(last['n'])} problems), it fills one masked chore of a "

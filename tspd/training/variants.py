@@ -26,6 +26,7 @@ import torch
 from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
 from tspd.models.loading import DEFAULT_MODEL, decode_lengths
+from tspd.provenance import settings_digest
 from tspd.eval.tasks import render_prompt
 from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces, save_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
@@ -37,10 +38,6 @@ def _dir(results_dir) -> Path:
     d = Path(results_dir) if results_dir else DEFAULT_DIR
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-def _hash(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ class TraceSpec:
             if d[k] == unset:
                 del d[k]
         d["weights"] = model_fingerprint(self.model)   # new weights, new traces (never a stale set)
-        return _hash(d)
+        return settings_digest(d)
 
 
 def fingerprint(traces: dict) -> str:
@@ -172,7 +169,7 @@ def controller(data: dict, cfg: ControllerTrainConfig, results_dir=None, progres
     """
     settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()}
     traces_id = fingerprint(data)
-    stem = _dir(results_dir) / f"{cfg.kind}-{_hash({'traces': traces_id, 'train': settings})}"
+    stem = _dir(results_dir) / f"{cfg.kind}-{settings_digest({'traces': traces_id, 'train': settings})}"
     if stem.with_suffix(".safetensors").exists() and stem.with_suffix(".json").exists():
         return stem
     net, saved, curve = train(data, cfg, progress=progress)
