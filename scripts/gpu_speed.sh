@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# The GPU measurements of the speed issue: LLaDA-8B's shape with random weights built on the GPU.
+# The GPU measurements of the speed issue (51): LLaDA-8B's shape with random weights built on the GPU.
 # Run on a machine with one CUDA GPU, from the repository root or anywhere:
-#     bash scripts/gpu_speed.sh [OUT_DIR]        (default OUT_DIR: results/gpu)
-# Writes OUT_DIR/<device>.json (batch 1: steps, fast path, dual-cache generate, parity, host syncs) and
-# OUT_DIR/<device>-batch8.json (batch 8: steps). Timed on a lent NVIDIA H200 (2026-11-26): 97 s and 23 s
-# after the machine's start, sized to a 15-minute lease. FULL=1 adds the cache-free generate calls and
-# their parity at batch 1 and the dual-cache generate at batch 8 (not yet run: batch 8's generate alone
-# took over 100 s on the H200 for two policies).
+#     TSPD_REVISION=$(git rev-parse --short HEAD) bash scripts/gpu_speed.sh [OUT_DIR]   (default: results/gpu)
+# (TSPD_REVISION names the revision where the tree travels without .git, as the device tool sends it.)
+# Writes, in this order (each file complete when written, so a run cut short keeps the earlier ones):
+#   OUT_DIR/forward/<device>.json   bench-forward: the full forward per lever (fused, compiled, graph), kernel
+#                                   time by kind, the matmul shapes alone, attention per SDPA backend;
+#   OUT_DIR/<device>.json           bench-step batch 1: steps, fast path, generate with both caches and none,
+#                                   parity and host syncs; --compile when bench-forward found the compiled
+#                                   chains faster with the same argmax;
+#   OUT_DIR/<device>-batch8.json    bench-step batch 8: steps (BATCH8_GENERATE=1 adds dual-cache generate).
+# Timed on a lent NVIDIA H200 (2026-11-26, before bench-forward and the cache-free generate): 97 s and 23 s.
 # Needs only torch (and numpy/safetensors, imported by tspd): the package runs from the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/gpu}
 py=${PYTHON:-python}
-shape=(--shape llada-8b --prompt 896 --gen 256 --block 32 --device cuda --repeats 10 --generate-repeats 1)
-caches=dual; batch8=(--no-generate)
-if [ "${FULL:-0}" = 1 ]; then caches=none,dual; batch8=(--policies vanilla,fast-dllm,tspd+ce --caches dual); fi
-PYTHONPATH=. "$py" -m tspd bench-step "${shape[@]}" --batch 1 --fast --parity \
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+shape=(--shape llada-8b --prompt 896 --gen 256 --block 32 --device cuda)
+"$py" -m tspd bench-forward "${shape[@]}" --repeats 20 --out "$out/forward/{device}.json"
+compile=$("$py" - "$out/forward" <<'PY'
+import json, pathlib, sys
+d = json.loads(next(pathlib.Path(sys.argv[1]).glob("*.json")).read_text())["variants"]
+faster = "compiled" in d and d["compiled"]["seconds"] < 0.97 * d["fused"]["seconds"] and d["compiled"]["same_argmax"]
+print("--compile" if faster else "")
+PY
+)
+echo "bench-step ${compile:-without --compile}"
+caches=${CACHES:-dual,none}
+"$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 1 --fast --parity $compile \
     --policies vanilla,fast-dllm,tspd+ce --caches "$caches" --out "$out/{device}.json"
-PYTHONPATH=. "$py" -m tspd bench-step "${shape[@]}" --batch 8 --fast "${batch8[@]}" --out "$out/{device}-batch8.json"
+batch8=(--no-generate)
+if [ "${BATCH8_GENERATE:-0}" = 1 ]; then batch8=(--policies vanilla,tspd+ce --caches dual); fi
+"$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 8 --fast $compile "${batch8[@]}" \
+    --out "$out/{device}-batch8.json"

@@ -24,7 +24,8 @@ from tspd.decoding.controllers import REGISTRY
 from tspd.decoding.loop import generate
 from tspd.models.hf_decoder import apply_partial_rope
 from tspd.models.loading import checkpoint_model_type
-from tspd.models.llada import apply_rope, rope_cos_sin
+from tspd.models.llada import rope_cos_sin
+from tspd.models.pointwise import rope as apply_rope
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()

@@ -18,6 +18,7 @@ COMMANDS = {
     "collect-traces": ("tspd.training.traces", "stage 1: collect EGP decoding traces (features + labels)"),
     "train-controller": ("tspd.training.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
+    "bench-forward": ("tspd.bench.forward", "where a full forward's time goes: kernels by kind, each speed lever"),
     "bench-loop": ("tspd.bench.loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
     "regime": ("tspd.eval.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
     "controller-table": ("tspd.book.controller_table", "the README's controller table: every controller, CE and cache"),
@@ -26,7 +27,7 @@ COMMANDS = {
     "fill-records": ("tspd.book.spans", "rewrite the README's and the book's marked spans from the records"),
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
-THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-loop", "regime",
+THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-forward", "bench-loop", "regime",
             "controller-table", "cache-agreement")
 
 

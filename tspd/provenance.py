@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -42,8 +43,9 @@ def local(settings: dict) -> dict:
 
 
 def git_revision() -> str | None:
-    """``abc1234``, ``abc1234 + uncommitted`` when tracked files other than ``results/`` differ, or None
-    outside a clone. Untracked files (a scratch notebook, a linked ``.venv``) do not make code uncommitted."""
+    """``abc1234``, ``abc1234 + uncommitted`` when tracked files other than ``results/`` differ; outside a clone
+    (a copy of the tree on a lent GPU) ``$TSPD_REVISION`` as the copy's sender set it, else None.
+    Untracked files (a scratch notebook, a linked ``.venv``) do not make code uncommitted."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
@@ -52,7 +54,7 @@ def git_revision() -> str | None:
         # stored results are not code, and neither are untracked files
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     except (OSError, subprocess.SubprocessError):
-        return None
+        return os.environ.get("TSPD_REVISION") or None
     return (rev + (" + uncommitted" if dirty else "")) or None
 
 

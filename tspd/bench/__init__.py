@@ -35,6 +35,7 @@ import warnings
 import torch
 
 from tspd.models.fused import fuse_projections
+from tspd.models.pointwise import use_compiled
 from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
@@ -71,9 +72,9 @@ def timed_decodings(policies: str) -> list[tuple[str, bool]]:
     return [known[p] for p in names]
 
 
-def add_arguments(p) -> None:
+def add_shape_arguments(p) -> None:
+    """The options the bench commands share: the random model, its canvas and the timer's repeats."""
     p.add_argument("--shape", choices=sorted(SHAPES), default="tiny", help="model shape (random weights)")
-    p.add_argument("--batch", default="1", help="comma-separated batch sizes, e.g. 1,8")
     p.add_argument("--prompt", type=int, default=896, help="prompt length in tokens")
     p.add_argument("--gen", type=int, default=256, help="generated length")
     p.add_argument("--block", type=int, default=32, help="block length")
@@ -82,6 +83,11 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights and inputs")
     p.add_argument("--repeats", type=int, default=20, help="timed repeats per measurement (median)")
     p.add_argument("--warmup", type=int, default=3, help="untimed repeats first")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--batch", default="1", help="comma-separated batch sizes, e.g. 1,8")
+    add_shape_arguments(p)
     p.add_argument("--policies", default=",".join(slug(*d) for d in TIMED), help="policies timed inside generate, "
                    f"each a policy or one with Confidence Extrapolation ({slug('tspd', True)})")
     p.add_argument("--caches", default="none,dual", help="KV cache modes timed inside generate")
@@ -93,6 +99,8 @@ def add_arguments(p) -> None:
     p.add_argument("--parity", action="store_true", help="check fast-path tokens against the eager path")
     p.add_argument("--no-fuse", action="store_true",
                    help="q/k/v and gate/up as separate matmuls (fused on a GPU by default, as load_model does)")
+    p.add_argument("--compile", action="store_true",
+                   help="the element-wise chains compiled into one kernel each (tspd.models.pointwise)")
     p.add_argument("--out", default=None,
                    help="write the results JSON here; {device} becomes the device name, e.g. results/gpu/{device}.json")
 
@@ -317,12 +325,15 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     peaks = peak_rates(device, dtype, timer)
     fused = device.type != "cpu" and not args.no_fuse
     model = build_model(args.shape, device, dtype, fused)
+    if args.compile:
+        use_compiled(model.module)
     result = {
         "command": command, "revision": git_revision(),
         "device": device_name(device),
         "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
         "confidence_dtype": args.confidence_dtype,
-        "params": sum(p.numel() for p in model.parameters()), "fused": fused, "peaks": peaks, "rows": [],
+        "params": sum(p.numel() for p in model.parameters()), "fused": fused,
+        "compiled": args.compile, "peaks": peaks, "rows": [],
     }
     for b in batches:
         row = bench_batch(model, b, args, timer, peaks)

@@ -34,7 +34,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from tspd.models.fused import fuse_linears
-from tspd.models.llada import KVCache, RMSNorm, apply_rope, window_inputs
+from tspd.models.llada import KVCache, RMSNorm, window_inputs
+from tspd.models.pointwise import EAGER, Pointwise
 
 
 # ------------------------------------------------------------------------------------------------
@@ -153,25 +154,26 @@ class SwiGLU(nn.Module):
         self.up_proj = nn.Linear(hidden, inner, bias=False)
         self.down_proj = nn.Linear(inner, hidden, bias=False)
         self.gate_up = None   # set by fuse_projections (tspd.models.fused)
+        self.ops = EAGER      # element-wise chains, eager or compiled (tspd.models.pointwise)
 
     def fuse_projections(self) -> None:
         fuse_linears(self, "gate_up", ("gate_proj", "up_proj"))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up(x) if self.gate_up is not None else (self.gate_proj(x), self.up_proj(x))
-        return self.down_proj(F.silu(gate) * up)
+        return self.down_proj(self.ops.swiglu(gate, up))
 
 
-def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ops: Pointwise = EAGER) -> torch.Tensor:
     """Rotate the first ``cos.shape[-1]`` dims of the head (rotate-half), pass the rest through.
 
     LLaDA-MoE supports ``partial_rotary_factor`` this way (``rotary_dim = cos.shape[-1]`` in its
-    ``apply_rotary_pos_emb``); with a full rotary dimension this is :func:`tspd.models.llada.apply_rope`.
+    ``apply_rotary_pos_emb``); with a full rotary dimension this is :func:`tspd.models.pointwise.rope`.
     """
     rd = cos.shape[-1]
     if rd == x.shape[-1]:
-        return apply_rope(x, cos, sin)
-    return torch.cat([apply_rope(x[..., :rd], cos, sin), x[..., rd:]], dim=-1)
+        return ops.rope(x, cos, sin)
+    return torch.cat([ops.rope(x[..., :rd], cos, sin), x[..., rd:]], dim=-1)
 
 
 class Attention(nn.Module):
@@ -194,6 +196,7 @@ class Attention(nn.Module):
             self.q_norm = RMSNorm(hd, qk_norm_eps)
             self.k_norm = RMSNorm(hd, qk_norm_eps)
         self.qkv = None   # set by fuse_projections (tspd.models.fused)
+        self.ops = EAGER  # element-wise chains, eager or compiled (tspd.models.pointwise)
 
     def fuse_projections(self) -> None:
         fuse_linears(self, "qkv", ("q_proj", "k_proj", "v_proj"))
@@ -209,7 +212,7 @@ class Attention(nn.Module):
         if self.clip is not None:
             q, k, v = (t.clamp(-self.clip, self.clip) for t in (q, k, v))
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        q, k = apply_partial_rope(q, cos, sin), apply_partial_rope(k, cos, sin)
+        q, k = apply_partial_rope(q, cos, sin, self.ops), apply_partial_rope(k, cos, sin, self.ops)
         if cache is not None:
             k, v = cache.update(layer, offset, k, v)
         if self.kv_heads != self.n_heads:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tspd.models.fused import fuse_linears
+from tspd.models.pointwise import EAGER
 from tspd.models.config import LLaDAConfig
 
 
@@ -26,16 +27,17 @@ class RMSNorm(nn.Module):
 
     ``F.rms_norm`` computes exactly that (bit for bit on the CPU) and is one fused kernel on CUDA
     instead of five: a decoding step at LLaDA-8B's shape launches 64 of these norms.
+    ``ops``: eager or compiled element-wise chains (:mod:`tspd.models.pointwise`).
     """
 
     def __init__(self, dim: int, eps: float):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
+        self.ops = EAGER
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)
-        return h.to(x.dtype) * self.weight
+        return self.ops.rms_norm(x, self.weight, self.eps)
 
 
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -44,13 +46,6 @@ def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[
     angles = positions.float()[..., None] * inv_freq          # [B, T, D/2]
     angles = torch.cat([angles, angles], dim=-1)[:, None]      # [B, 1, T, D]
     return angles.cos(), angles.sin()
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate-half RoPE in fp32: x*cos + rotate_half(x)*sin, rotate_half(x) = cat(-x2, x1)."""
-    xf = x.float()
-    x1, x2 = xf.chunk(2, dim=-1)
-    return (xf * cos + torch.cat([-x2, x1], dim=-1) * sin).to(x.dtype)
 
 
 class KVCache:
@@ -121,6 +116,7 @@ class Block(nn.Module):
         self.up_proj = nn.Linear(d, cfg.mlp_hidden_size, bias=False)
         self.ff_out = nn.Linear(cfg.mlp_hidden_size, d, bias=False)
         self.qkv = self.gate_up = None   # set by fuse_projections (tspd.models.fused)
+        self.ops = EAGER                 # element-wise chains, eager or compiled (tspd.models.pointwise)
 
     def fuse_projections(self) -> None:
         fuse_linears(self, "qkv", ("q_proj", "k_proj", "v_proj"))
@@ -135,7 +131,7 @@ class Block(nn.Module):
         k = k.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         v = v.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         # q and k rotated in one pass: half the elementwise kernels of a step, the same values
-        q, k = apply_rope(torch.cat([q, k], 1), cos, sin).split([cfg.n_heads, cfg.kv_heads], 1)
+        q, k = self.ops.rope(torch.cat([q, k], 1), cos, sin).split([cfg.n_heads, cfg.kv_heads], 1)
         if cache is not None:
             k, v = cache.update(layer, offset, k, v)
         if cfg.kv_heads != cfg.n_heads:
@@ -145,7 +141,7 @@ class Block(nn.Module):
         x = x + self.attn_out(att.transpose(1, 2).reshape(B, T, -1))
         h = self.ff_norm(x)
         gate, up = self.gate_up(h) if self.gate_up is not None else (self.ff_proj(h), self.up_proj(h))
-        return x + self.ff_out(F.silu(gate) * up)
+        return x + self.ff_out(self.ops.swiglu(gate, up))
 
 
 class LLaDAModel(nn.Module):

@@ -1,0 +1,186 @@
+"""``python -m tspd bench-forward``: where a full forward's time goes, and what each lever buys (issue 51).
+
+The full forward (prompt + generated region, logits for the generated region only, as the loop runs it) of a
+random-weight model, timed in variants that each add one lever to the one before:
+
+- ``eager``: q/k/v and gate/up as separate matmuls, the element-wise chains eager;
+- ``fused``: + fused projections (:mod:`tspd.models.fused`);
+- ``compiled``: + the element-wise chains compiled into one kernel each (:mod:`tspd.models.pointwise`);
+- ``graph``: + replayed from a CUDA graph (:mod:`tspd.decoding.graphs`; off a GPU, its static path eagerly).
+
+Each variant records its median time, the dual-cache step's, its largest logit difference from ``eager`` and,
+on a GPU, its kernel time by kind (:func:`kernel_kind`, torch.profiler). Then the forward's matmul shapes are
+timed alone against the measured peak (what a matmul of this many rows can reach: the floor that is really
+on offer), and the attention under each SDPA backend.
+"""
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import torch
+import torch.nn.functional as F
+
+from tspd.bench import Timer, add_shape_arguments, build_model, floor_seconds, forward_cost, peak_rates, run_command
+from tspd.decoding.graphs import StepGraphs
+from tspd.models.fused import fuse_projections
+from tspd.models.pointwise import use_compiled
+from tspd.provenance import device_name, git_revision
+from tspd.validate import UsageError, check_device
+
+VARIANTS = ("eager", "fused", "compiled", "graph")
+# substrings of CUDA kernel names, tried in this order (attention kernels first: some contain "gemm")
+KINDS = (
+    ("attention", ("flash", "fmha", "sdpa", "attention", "attn")),
+    ("compiled", ("triton",)),
+    ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitk")),
+    ("norm", ("rms", "norm")),
+    ("copy", ("copy", "cat", "memcpy", "memset", "index")),
+    ("reduce", ("reduce",)),
+    ("elementwise", ("elementwise", "vectorized", "unrolled")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    """The kind of a CUDA kernel by its name: attention, compiled, matmul, norm, copy, reduce, elementwise, other."""
+    low = name.lower()
+    return next((kind for kind, keys in KINDS if any(k in low for k in keys)), "other")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--batch", type=int, default=1, help="batch size")
+    add_shape_arguments(p)
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help=f"cumulative levers to time, a prefix of {','.join(VARIANTS)}")
+    p.add_argument("--out", default=None, help="write the results JSON here; {device} becomes the device name")
+
+
+def kernel_time_by_kind(device: torch.device, fn, calls: int = 3) -> dict | None:
+    """Seconds of GPU kernel time per call, by :func:`kernel_kind`, and kernels per call (None off CUDA)."""
+    if device.type != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize(device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize(device)
+    kinds, n = defaultdict(float), 0
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            kinds[kernel_kind(e.name)] += e.time_range.elapsed_us() * 1e-6 / calls
+            n += 1
+    return {"seconds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])), "kernels": n // calls}
+
+
+def matmul_shapes(cfg, rows: int, head_rows: int) -> list[tuple[str, int, int, int, int]]:
+    """(name, M, K, N, per forward) of every matmul of a fused full forward."""
+    d, h, hd = cfg.d_model, cfg.mlp_hidden_size, cfg.head_dim
+    L = cfg.n_layers
+    return [("qkv", rows, d, (cfg.n_heads + 2 * cfg.kv_heads) * hd, L), ("attn_out", rows, cfg.n_heads * hd, d, L),
+            ("gate_up", rows, d, 2 * h, L), ("ff_out", rows, h, d, L), ("head", head_rows, d, cfg.rows, 1)]
+
+
+def time_matmuls(cfg, rows: int, head_rows: int, device, dtype, timer: Timer, peaks: dict) -> dict:
+    """Each matmul shape alone: seconds, its share of the peak, and the forward's matmul total at these rates."""
+    out, total = {}, 0.0
+    for name, m, k, n, count in matmul_shapes(cfg, rows, head_rows):
+        x = torch.randn(m, k, device=device, dtype=dtype)
+        w = torch.randn(n, k, device=device, dtype=dtype)
+        t = timer(lambda: F.linear(x, w))
+        out[name] = {"m": m, "k": k, "n": n, "per_forward": count, "seconds": t,
+                     "peak_fraction": 2 * m * k * n / t / peaks["matmul_flops"]}
+        total += t * count
+    out["forward_total_seconds"] = total
+    return out
+
+
+def time_attention(cfg, batch: int, length: int, device, dtype, timer: Timer) -> dict:
+    """One layer's attention over the whole canvas under each SDPA backend (None: not available here)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = (torch.randn(batch, cfg.n_heads, length, cfg.head_dim, device=device, dtype=dtype) for _ in range(3))
+    out = {"default": timer(lambda: F.scaled_dot_product_attention(q, k, v))}
+    for name in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION"):
+        try:
+            with sdpa_kernel([getattr(SDPBackend, name)]):
+                out[name.lower()] = timer(lambda: F.scaled_dot_product_attention(q, k, v))
+        except (RuntimeError, AttributeError):
+            out[name.lower()] = None
+    return out
+
+
+def apply_lever(model, variant: str) -> None:
+    if variant == "fused":
+        fuse_projections(model.module)
+    elif variant == "compiled":
+        use_compiled(model.module)
+
+
+def measure(args: argparse.Namespace, command: str, log=print) -> dict:
+    device = check_device(args.device)
+    dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
+    variants = [v for v in args.variants.split(",") if v]
+    if variants != list(VARIANTS[:len(variants)]):
+        raise UsageError(f"--variants takes a prefix of {','.join(VARIANTS)} (each adds a lever), got {args.variants}")
+    timer = Timer(device, args.repeats, args.warmup)
+    torch.manual_seed(args.seed)
+    peaks = peak_rates(device, dtype, timer)
+    model = build_model(args.shape, device, dtype)
+    cfg, B, P, G, Lb = model.config, args.batch, args.prompt, args.gen, args.block
+    T = P + G
+    ids = torch.randint(0, cfg.vocab_size - 2, (B, T), device=device)
+    ids[:, P:] = model.special.mask
+    pos = torch.arange(T, device=device).expand(B, T)
+    elem = torch.finfo(dtype).bits // 8
+    floor = floor_seconds(forward_cost(cfg, B, T, T, elem, head_rows=G), peaks)
+    result = {"command": command, "revision": git_revision(), "device": device_name(device),
+              "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
+              "batch": B, "prompt": P, "gen": G, "block": Lb, "peaks": peaks, "floor_seconds": floor, "variants": {}}
+    reference = None
+    with torch.no_grad():
+        for variant in variants:
+            apply_lever(model, variant)
+            if variant == "graph":
+                runner = StepGraphs(model, B, T, cached=True, padded=False)
+                runner.load(pos, None)
+                full_fn = lambda: runner(ids, 0, T, P)                      # noqa: E731
+                runner(ids, 0, T, P)
+                dual_fn = lambda: runner(ids, P, P + Lb)                    # noqa: E731
+            else:
+                kv = model.new_cache()
+                full_fn = lambda: model(ids, logits_from=P)                 # noqa: E731
+                model(ids, cache=kv)
+                dual_fn = lambda: model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P)  # noqa: E731
+            logits = full_fn().float()
+            reference = logits if reference is None else reference
+            row = {"seconds": timer(full_fn), "dual_step_seconds": timer(dual_fn),
+                   "max_abs_logit_diff": (logits - reference).abs().max().item(),
+                   "same_argmax": bool(torch.equal(logits.argmax(-1), reference.argmax(-1))),
+                   "kernels": kernel_time_by_kind(device, full_fn)}
+            row["floor_fraction"] = floor / row["seconds"]
+            result["variants"][variant] = row
+            log(f"{variant}: full forward {row['seconds'] * 1e3:.2f} ms ({100 * row['floor_fraction']:.0f} % of "
+                f"the floor {floor * 1e3:.2f} ms), dual step {row['dual_step_seconds'] * 1e3:.2f} ms, "
+                f"max |logit diff| {row['max_abs_logit_diff']:.3g}")
+            if row["kernels"]:
+                log("  kernel ms by kind: " + ", ".join(f"{k} {s * 1e3:.2f}" for k, s in row["kernels"]["seconds"].items())
+                    + f" ({row['kernels']['kernels']} kernels)")
+    result["matmuls"] = time_matmuls(cfg, B * T, B * G, device, dtype, timer, peaks)
+    log("matmuls alone: " + ", ".join(f"{k} {v['seconds'] * 1e3:.3f} ms ({100 * v['peak_fraction']:.0f} % of peak)"
+                                      for k, v in result["matmuls"].items() if isinstance(v, dict))
+        + f"; the forward's matmuls at these rates {result['matmuls']['forward_total_seconds'] * 1e3:.2f} ms")
+    result["attention"] = time_attention(cfg, B, T, device, dtype, timer)
+    log("attention per layer by SDPA backend (ms): " + ", ".join(
+        f"{k} {'-' if v is None else f'{v * 1e3:.3f}'}" for k, v in result["attention"].items()))
+    return result
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tspd bench-forward")
+    add_arguments(p)
+    return p.parse_args(argv)
+
+
+def main(args) -> int:
+    from tspd.records.device_files import write_device_file
+    return run_command(args, "bench-forward", measure, write_device_file)
