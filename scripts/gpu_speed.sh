@@ -6,9 +6,8 @@
 # Writes, in this order (each file complete when written, so a run cut short keeps the earlier ones):
 #   OUT_DIR/forward/<device>.json   bench-forward: the full forward per lever (fused, compiled, graph), kernel
 #                                   time by kind, the matmul shapes alone, attention per SDPA backend;
-#   OUT_DIR/<device>.json           bench-step batch 1: steps, fast path, generate with both caches and none,
-#                                   parity and host syncs; --compile when bench-forward found the compiled
-#                                   chains faster with the same argmax;
+#   OUT_DIR/<device>.json           bench-step batch 1: steps, fast path, generate with the caches in CACHES
+#                                   (default dual,none), parity and host syncs;
 #   OUT_DIR/<device>-batch8.json    bench-step batch 8: steps (BATCH8_GENERATE=1 adds dual-cache generate).
 # Timed on a lent NVIDIA H200 (2026-11-26, before bench-forward and the cache-free generate): 97 s and 23 s.
 # Needs only torch (and numpy/safetensors, imported by tspd): the package runs from the working tree.
@@ -18,19 +17,11 @@ out=${1:-results/gpu}
 py=${PYTHON:-python}
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 shape=(--shape llada-8b --prompt 896 --gen 256 --block 32 --device cuda)
-"$py" -m tspd bench-forward "${shape[@]}" --repeats 20 --out "$out/forward/{device}.json"
-compile=$("$py" - "$out/forward" <<'PY'
-import json, pathlib, sys
-d = json.loads(next(pathlib.Path(sys.argv[1]).glob("*.json")).read_text())["variants"]
-faster = "compiled" in d and d["compiled"]["seconds"] < 0.97 * d["fused"]["seconds"] and d["compiled"]["same_argmax"]
-print("--compile" if faster else "")
-PY
-)
-echo "bench-step ${compile:-without --compile}"
+"$py" -m tspd bench-forward "${shape[@]}" --repeats "${FORWARD_REPEATS:-20}" --out "$out/forward/{device}.json"
 caches=${CACHES:-dual,none}
-"$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 1 --fast --parity $compile \
+"$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 1 --fast --parity \
     --policies vanilla,fast-dllm,tspd+ce --caches "$caches" --out "$out/{device}.json"
 batch8=(--no-generate)
 if [ "${BATCH8_GENERATE:-0}" = 1 ]; then batch8=(--policies vanilla,tspd+ce --caches dual); fi
-"$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 8 --fast $compile "${batch8[@]}" \
+"$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 8 --fast "${batch8[@]}" \
     --out "$out/{device}-batch8.json"

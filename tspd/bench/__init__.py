@@ -99,8 +99,8 @@ def add_arguments(p) -> None:
     p.add_argument("--parity", action="store_true", help="check fast-path tokens against the eager path")
     p.add_argument("--no-fuse", action="store_true",
                    help="q/k/v and gate/up as separate matmuls (fused on a GPU by default, as load_model does)")
-    p.add_argument("--compile", action="store_true",
-                   help="the element-wise chains compiled into one kernel each (tspd.models.pointwise)")
+    p.add_argument("--no-compile", action="store_true", help="the element-wise chains eager (compiled into one "
+                   "kernel each on a CUDA GPU by default, as load_model does: tspd.models.pointwise)")
     p.add_argument("--out", default=None,
                    help="write the results JSON here; {device} becomes the device name, e.g. results/gpu/{device}.json")
 
@@ -325,7 +325,8 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     peaks = peak_rates(device, dtype, timer)
     fused = device.type != "cpu" and not args.no_fuse
     model = build_model(args.shape, device, dtype, fused)
-    if args.compile:
+    compiled = device.type == "cuda" and not args.no_compile
+    if compiled:
         use_compiled(model.module)
     result = {
         "command": command, "revision": git_revision(),
@@ -333,7 +334,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
         "torch": torch.__version__, "dtype": str(dtype).removeprefix("torch."), "shape": args.shape,
         "confidence_dtype": args.confidence_dtype,
         "params": sum(p.numel() for p in model.parameters()), "fused": fused,
-        "compiled": args.compile, "peaks": peaks, "rows": [],
+        "compiled": compiled, "peaks": peaks, "rows": [],
     }
     for b in batches:
         row = bench_batch(model, b, args, timer, peaks)

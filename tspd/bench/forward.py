@@ -29,6 +29,7 @@ from tspd.provenance import device_name, git_revision
 from tspd.validate import UsageError, check_device
 
 VARIANTS = ("eager", "fused", "compiled", "graph")
+TOP_KERNELS = 15   # the kernel names (first 160 characters) with the most time, per variant
 # substrings of CUDA kernel names, tried in this order (attention kernels first: some contain "gemm")
 KINDS = (
     ("attention", ("flash", "fmha", "sdpa", "attention", "attn")),
@@ -56,7 +57,8 @@ def add_arguments(p) -> None:
 
 
 def kernel_time_by_kind(device: torch.device, fn, calls: int = 3) -> dict | None:
-    """Seconds of GPU kernel time per call, by :func:`kernel_kind`, and kernels per call (None off CUDA)."""
+    """Seconds of GPU kernel time per call by :func:`kernel_kind` and for the top kernel names, and kernels per
+    call (None off CUDA)."""
     if device.type != "cuda":
         return None
     from torch.profiler import ProfilerActivity, profile
@@ -65,12 +67,15 @@ def kernel_time_by_kind(device: torch.device, fn, calls: int = 3) -> dict | None
         for _ in range(calls):
             fn()
         torch.cuda.synchronize(device)
-    kinds, n = defaultdict(float), 0
+    kinds, names, n = defaultdict(float), defaultdict(float), 0
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
-            kinds[kernel_kind(e.name)] += e.time_range.elapsed_us() * 1e-6 / calls
+            seconds = e.time_range.elapsed_us() * 1e-6 / calls
+            kinds[kernel_kind(e.name)] += seconds
+            names[e.name[:160]] += seconds
             n += 1
-    return {"seconds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])), "kernels": n // calls}
+    top = dict(sorted(names.items(), key=lambda kv: -kv[1])[:TOP_KERNELS])
+    return {"seconds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])), "kernels": n // calls, "top": top}
 
 
 def matmul_shapes(cfg, rows: int, head_rows: int) -> list[tuple[str, int, int, int, int]]:

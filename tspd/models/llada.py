@@ -130,8 +130,7 @@ class Block(nn.Module):
         q = q.reshape(B, T, cfg.n_heads, cfg.head_dim).transpose(1, 2)
         k = k.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         v = v.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
-        # q and k rotated in one pass: half the elementwise kernels of a step, the same values
-        q, k = self.ops.rope(torch.cat([q, k], 1), cos, sin).split([cfg.n_heads, cfg.kv_heads], 1)
+        q, k = self.ops.rope_qk(q, k, cos, sin)   # one pass over both: half the kernels, the same values
         if cache is not None:
             k, v = cache.update(layer, offset, k, v)
         if cfg.kv_heads != cfg.n_heads:

@@ -34,6 +34,11 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     return (xf * cos + torch.cat([-x2, x1], dim=-1) * sin).to(x.dtype)
 
 
+def rope_qk(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`rope` on q and k in one pass (one chain of kernels, not two; compiled, one kernel and no concatenation)."""
+    return rope(torch.cat([q, k], 1), cos, sin).split([q.shape[1], k.shape[1]], 1)
+
+
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """SiLU(gate) * up: the gated value a SwiGLU feeds its down projection."""
     return F.silu(gate) * up
@@ -44,17 +49,19 @@ class Pointwise:
     """One implementation of each chain; a block calls ``self.ops.rope(...)`` and so on."""
     rms_norm: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
     rope: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+    rope_qk: Callable[..., tuple[torch.Tensor, torch.Tensor]]
     swiglu: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     compiled: bool = False
 
 
-EAGER = Pointwise(rms_norm, rope, swiglu)
+EAGER = Pointwise(rms_norm, rope, rope_qk, swiglu)
 
 
 @functools.cache
 def compiled() -> Pointwise:
     """The same functions through ``torch.compile`` (built once per process, compiled at first call)."""
-    return Pointwise(*(torch.compile(f, fullgraph=True) for f in (rms_norm, rope, swiglu)), compiled=True)
+    return Pointwise(*(torch.compile(f, fullgraph=True) for f in (rms_norm, rope, rope_qk, swiglu)),
+                     compiled=True)
 
 
 def use_compiled(network: nn.Module, on: bool = True) -> int:
@@ -70,4 +77,4 @@ def is_compiled(network: nn.Module) -> bool:
     return any(getattr(m, "ops", None) is not None and getattr(m.ops, "compiled", False) for m in network.modules())
 
 
-__all__ = ["Pointwise", "EAGER", "compiled", "use_compiled", "is_compiled", "rms_norm", "rope", "swiglu"]
+__all__ = ["Pointwise", "EAGER", "compiled", "use_compiled", "is_compiled", "rms_norm", "rope", "rope_qk", "swiglu"]
