@@ -31,7 +31,7 @@ def test_kernel_kinds_by_name(name, kind):
 
 def test_the_forward_levers_keep_the_logits_and_are_recorded(tmp_path):
     out = tmp_path / "{device}.json"
-    args = forward.parse(["--shape", "tiny", "--device", "cpu", "--prompt", "8", "--gen", "16", "--block", "8",
+    args = forward.arguments(["--shape", "tiny", "--device", "cpu", "--prompt", "8", "--gen", "16", "--block", "8",
                           "--repeats", "1", "--warmup", "0", "--variants", "eager,fused", "--out", str(out)])
     assert forward.main(args) == 0
     res = json.loads(next(tmp_path.glob("*.json")).read_text())
@@ -45,7 +45,7 @@ def test_the_forward_levers_keep_the_logits_and_are_recorded(tmp_path):
 
 def test_levers_are_a_prefix_in_order():
     with pytest.raises(UsageError, match="prefix"):
-        forward.measure(forward.parse(["--variants", "fused", "--device", "cpu"]), "x")
+        forward.measure(forward.arguments(["--variants", "fused", "--device", "cpu"]), "x")
 
 
 def test_compiled_chains_switch_every_user_and_back():

@@ -12,7 +12,7 @@ from tspd import records
 from tspd.cli import COMMANDS
 from tspd.models.loading import ZOO
 from tspd.provenance import REPO_ROOT
-from tspd.records import (bench_loop, bench_step, cache_agreement, controller_table, fresh_clone, lmeval_example,
+from tspd.records import (bench_forward, bench_loop, bench_step, cache_agreement, controller_table, fresh_clone, lmeval_example,
                           regime, train_lm_evals, train_lm_probes)
 from tspd.records.files import write_json
 
@@ -99,6 +99,13 @@ def test_the_bench_files(tmp_path):
     assert gpu.batch(1)["batch"] == 1 and "H200" in gpu.device
     for path, stored in bench_step.load_dicts():
         same_bytes(path, lambda: write_json(tmp_path / path.name, stored, indent=2))
+    forward = bench_forward.load_dicts()
+    assert forward
+    for path, stored in forward:
+        same_bytes(path, lambda: bench_forward.save(stored, str(tmp_path / "forward-{device}.json")))
+        rows = bench_forward.variant_rows(stored)
+        assert [r["variant"] for r in rows][:2] == ["eager", "fused"] and rows[0]["max |logit diff|"] == 0
+        assert {r["kind"] for r in bench_forward.kind_rows(stored)} >= {"matmul", "attention"}
 
 
 @pytest.mark.parametrize("model", sorted(p.name for p in ZOO.iterdir() if (p / "evals.json").is_file()))

@@ -43,9 +43,13 @@ def local(settings: dict) -> dict:
 
 
 def git_revision() -> str | None:
-    """``abc1234``, ``abc1234 + uncommitted`` when tracked files other than ``results/`` differ; outside a clone
-    (a copy of the tree on a lent GPU) ``$TSPD_REVISION`` as the copy's sender set it, else None.
+    """``abc1234``, ``abc1234 + uncommitted`` when tracked files other than ``results/`` differ, or None outside a
+    clone; ``$TSPD_REVISION`` first where the sender of a copied tree set it (the device tool's copy on a lent GPU
+    carried a ``.git`` of an older commit: its files said 5b51b3e for code sent at f2413df).
     Untracked files (a scratch notebook, a linked ``.venv``) do not make code uncommitted."""
+    if os.environ.get("TSPD_REVISION"):
+        return os.environ["TSPD_REVISION"]
+
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
@@ -54,7 +58,7 @@ def git_revision() -> str | None:
         # stored results are not code, and neither are untracked files
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("TSPD_REVISION") or None
+        return None
     return (rev + (" + uncommitted" if dirty else "")) or None
 
 

@@ -180,12 +180,12 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     return result
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
+def arguments(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m tspd bench-forward")
     add_arguments(p)
     return p.parse_args(argv)
 
 
 def main(args) -> int:
-    from tspd.records.device_files import write_device_file
-    return run_command(args, "bench-forward", measure, write_device_file)
+    from tspd.records import bench_forward
+    return run_command(args, "bench-forward", measure, bench_forward.save)

@@ -58,7 +58,7 @@ EAGER = Pointwise(rms_norm, rope, rope_qk, swiglu)
 
 
 @functools.cache
-def compiled() -> Pointwise:
+def compiled_chains() -> Pointwise:
     """The same functions through ``torch.compile`` (built once per process, compiled at first call)."""
     return Pointwise(*(torch.compile(f, fullgraph=True) for f in (rms_norm, rope, rope_qk, swiglu)),
                      compiled=True)
@@ -66,7 +66,7 @@ def compiled() -> Pointwise:
 
 def use_compiled(network: nn.Module, on: bool = True) -> int:
     """Give every module of ``network`` that holds ``ops`` the compiled (or eager) chains; returns how many."""
-    ops = compiled() if on else EAGER
+    ops = compiled_chains() if on else EAGER
     users = [m for m in network.modules() if isinstance(getattr(m, "ops", None), Pointwise)]
     for m in users:
         m.ops = ops
@@ -77,4 +77,4 @@ def is_compiled(network: nn.Module) -> bool:
     return any(getattr(m, "ops", None) is not None and getattr(m.ops, "compiled", False) for m in network.modules())
 
 
-__all__ = ["Pointwise", "EAGER", "compiled", "use_compiled", "is_compiled", "rms_norm", "rope", "rope_qk", "swiglu"]
+__all__ = ["Pointwise", "EAGER", "compiled_chains", "use_compiled", "is_compiled", "rms_norm", "rope", "rope_qk", "swiglu"]

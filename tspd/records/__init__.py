@@ -11,6 +11,7 @@ module                                 written by                               
 :mod:`~tspd.records.fresh_clone`       ``bash scripts/time_fresh_clone.sh``            ``results/fresh_clone.json``
 :mod:`~tspd.records.bench_loop`        ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
 :mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
+:mod:`~tspd.records.bench_forward`     ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
 :mod:`~tspd.records.regime`            ``python -m tspd regime``                       ``<checkpoint>/regime.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
@@ -32,6 +33,7 @@ OWNERS = {
     "fresh clone": ("tspd.records.fresh_clone", ('"fresh_clone.json"',)),
     "bench loop": ("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"')),
     "bench step": ("tspd.records.bench_step", ('/ "gpu"',)),
+    "bench forward": ("tspd.records.bench_forward", ('/ "forward"',)),
     "regime": ("tspd.records.regime", ('"regime.json"',)),
     "train-lm evals": ("tspd.records.train_lm_evals", ('"evals.json"',)),
     "train-lm probes": ("tspd.records.train_lm_probes", ('"probes.json"',)),
