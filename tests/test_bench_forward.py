@@ -65,3 +65,10 @@ def test_the_eager_chains_are_the_reference_formulas():
     w = torch.randn(8, generator=g)
     want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
     assert torch.allclose(pointwise.rms_norm(x, w, 1e-5), want, atol=1e-6)
+
+
+def test_chains_are_compiled_by_default_only_on_a_cuda_gpu(monkeypatch):
+    import importlib.util
+    assert not pointwise.compiles_here(torch.device("cpu"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)    # a GPU install without Triton
+    assert not pointwise.compiles_here(torch.device("cuda"))

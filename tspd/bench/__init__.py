@@ -35,7 +35,7 @@ import warnings
 import torch
 
 from tspd.models.fused import fuse_projections
-from tspd.models.pointwise import use_compiled
+from tspd.models.pointwise import compiles_here, use_compiled
 from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
@@ -325,7 +325,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     peaks = peak_rates(device, dtype, timer)
     fused = device.type != "cpu" and not args.no_fuse
     model = build_model(args.shape, device, dtype, fused)
-    compiled = device.type == "cuda" and not args.no_compile
+    compiled = compiles_here(device) and not args.no_compile
     if compiled:
         use_compiled(model.module)
     result = {

@@ -18,7 +18,7 @@ import torch
 from safetensors import safe_open
 
 from tspd.models.fused import fuse_projections, is_fused
-from tspd.models.pointwise import use_compiled
+from tspd.models.pointwise import compiles_here, use_compiled
 from tspd.models.config import LLaDAConfig
 from tspd.models.dream import DreamConfig, DreamModelLM
 from tspd.models.llada import LLaDAModelLM
@@ -361,7 +361,7 @@ def load_model(path_or_name: str | Path | Checkpoint | None = None, device: str 
     slow there) and bfloat16 elsewhere. ``fuse``: q/k/v and gate/up as one matmul each
     (:mod:`tspd.models.fused`; None: on a GPU, where it saves kernels, not on the CPU, whose committed runs are
     reproduced bit for bit). ``compile``: the element-wise chains compiled into one kernel each
-    (:mod:`tspd.models.pointwise`; None: on a CUDA GPU, where the fast path's full forward at LLaDA-8B's shape
+    (:mod:`tspd.models.pointwise`; None: on a CUDA GPU with Triton, where the fast path's full forward at LLaDA-8B's shape
     took 28.5 ms with them against 37.0 without on an H200, ``results/gpu/``; the logits change within bf16
     rounding).
     """
@@ -377,7 +377,7 @@ def load_model(path_or_name: str | Path | Checkpoint | None = None, device: str 
     load_weights(model, files, device, dtype)
     if (device.type != "cpu") if fuse is None else fuse:   # unset: on a GPU only
         fuse_projections(model)
-    if (device.type == "cuda") if compile is None else compile:   # unset: on a CUDA GPU only
+    if compiles_here(device) if compile is None else compile:   # unset: on a CUDA GPU with Triton only
         use_compiled(model)
     try:
         tokenizer = load_tokenizer(path)

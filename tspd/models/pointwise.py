@@ -9,6 +9,8 @@ bf16 rounding, not bit for bit.
 
 Every module that uses them holds ``ops``, a :class:`Pointwise`: :data:`EAGER` by default, so CPU decoding
 (whose committed runs are reproduced bit for bit) never changes; :func:`use_compiled` switches a network.
+The first forward of each new window shape compiles (tens of seconds once per process; CUDA graphs capture
+after their warm-up forwards, so the replays run the compiled kernels).
 """
 from __future__ import annotations
 
@@ -64,6 +66,13 @@ def compiled_chains() -> Pointwise:
                      compiled=True)
 
 
+def compiles_here(device: torch.device) -> bool:
+    """Whether the chains are compiled by default on ``device``: a CUDA GPU with Triton installed (inductor's GPU
+    code generator; without it the first forward would fail, so the chains stay eager)."""
+    import importlib.util
+    return device.type == "cuda" and importlib.util.find_spec("triton") is not None
+
+
 def use_compiled(network: nn.Module, on: bool = True) -> int:
     """Give every module of ``network`` that holds ``ops`` the compiled (or eager) chains; returns how many."""
     ops = compiled_chains() if on else EAGER
@@ -77,4 +86,4 @@ def is_compiled(network: nn.Module) -> bool:
     return any(getattr(m, "ops", None) is not None and getattr(m.ops, "compiled", False) for m in network.modules())
 
 
-__all__ = ["Pointwise", "EAGER", "compiled_chains", "use_compiled", "is_compiled", "rms_norm", "rope", "rope_qk", "swiglu"]
+__all__ = ["Pointwise", "EAGER", "compiled_chains", "compiles_here", "use_compiled", "is_compiled", "rms_norm", "rope", "rope_qk", "swiglu"]
