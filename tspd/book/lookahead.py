@@ -24,6 +24,7 @@ import torch
 from tspd.decoding.extrapolate import CEConfig, forecast, horizon_terms, replay, select_horizon
 from tspd.models.loading import DEFAULT_MODEL, decode_lengths
 from tspd.provenance import settings_digest
+from tspd.records.files import write_atomic
 
 FORMAT = "tspd-lookahead-1"
 PER_TOKEN = {"t_wait": torch.int16, "t_look": torch.int16, "t_ce": torch.int16, "t_commit": torch.int16,
@@ -151,9 +152,7 @@ def lookahead(spec: LookaheadSpec, variants_dir: str | Path, progress: bool = Tr
             return data
     data = measure(spec, progress)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(data, tmp)
-    tmp.replace(path)      # an interrupted decode leaves no half-written file behind
+    write_atomic(path, lambda tmp: torch.save(data, tmp))   # an interrupted decode leaves no torn file
     return data
 
 

@@ -52,6 +52,7 @@ from tspd.eval.tasks import TASKS, TaskDataError, Task, get_task, use_chat
 from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint, add_model_arguments, checkpoint_task
 from tspd.options import add_dataclass_arguments, from_args
 from tspd.validate import CHAT_MODES, UsageError, check_device, check_dtype
+from tspd.records.files import write_json
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
 
@@ -312,8 +313,5 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
         summary.update({"task": task.name, "model": config.model, "chat": chat, "config": row_config,
                         "config_id": cid, "out": str(out_path), "shards": shard.world,
                         "run_seconds": round(time.perf_counter() - t_start, 3)})
-        path = summary_path(out_path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(summary, indent=2) + "\n")
-        os.replace(tmp, path)
+        write_json(summary_path(out_path), summary, indent=2)
         return summary

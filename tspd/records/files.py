@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 from tspd.provenance import REPO_ROOT
 
@@ -22,14 +23,19 @@ def write_json(path: str | Path, data, indent: int = 1) -> Path:
     return path
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """``text`` into ``path`` through a temporary file beside it: a reader (another test process, a notebook)
-    sees the old file or the new one, never half of one."""
+def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """``write(tmp)`` into a temporary file beside ``path``, then moved onto it: a reader (another test process, a
+    notebook) sees the old file or the new one, never half of one, and an interrupted run leaves no torn file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    write(tmp)
     tmp.replace(path)
     return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """``text`` into ``path`` by :func:`write_atomic`."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text))
 
 
 def shown(path: str | Path) -> Path:

@@ -30,6 +30,7 @@ from tspd.provenance import settings_digest
 from tspd.eval.tasks import render_prompt
 from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces, save_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
+from tspd.records.files import write_atomic
 
 DEFAULT_DIR = REPO_ROOT / "results" / "variants"
 
@@ -100,9 +101,7 @@ def traces(spec: TraceSpec, results_dir=None, progress: bool = True) -> dict:
                              cache=spec.cache)
     data = collect(model, prompts, decode, policy=spec.policy, batch_size=spec.batch_size, progress=progress,
                    meta=dict(model=spec.model, prompt_source=spec.prompts, spec=dataclasses.asdict(spec)))
-    tmp = path.with_suffix(".tmp")
-    save_traces(data, tmp)
-    tmp.replace(path)      # an interrupted collection leaves no half-written file behind
+    write_atomic(path, lambda tmp: save_traces(data, tmp))   # an interrupted collection leaves no torn file
     return data
 
 

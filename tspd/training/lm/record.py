@@ -16,6 +16,7 @@ from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
 from tspd.training import probes
 from tspd.training.lm.evaluation import EVAL_COLUMNS
+from tspd.records.files import write_atomic
 
 STATE = "train_state.pt"   # resumable training state beside the checkpoint (not shipped)
 
@@ -183,10 +184,9 @@ def save_checkpoint(model: LLaDAModelLM, out: Path) -> None:
 
 def save_state(out: Path, model, opt, info: dict, gen: torch.Generator) -> None:
     """Everything ``--resume`` needs, written atomically: fp32 weights, optimiser, counters, curve."""
-    tmp = out / (STATE + ".tmp")
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "info": info,
-                "gen": gen.get_state(), "torch_rng": torch.get_rng_state()}, tmp)
-    os.replace(tmp, out / STATE)
+    state = {"model": model.state_dict(), "opt": opt.state_dict(), "info": info,
+             "gen": gen.get_state(), "torch_rng": torch.get_rng_state()}
+    write_atomic(out / STATE, lambda tmp: torch.save(state, tmp))
 
 
 def upgrade_eval_log(path: Path) -> None:
