@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from tspd.decoding.extrapolate import CEConfig, forecast, horizon_terms, replay, select_horizon
-from tspd.models.loading import DEFAULT_MODEL, decode_lengths
+from tspd.models.loading import DEFAULT_MODEL, window
 from tspd.provenance import settings_digest
 from tspd.records.files import write_atomic
 
@@ -51,10 +51,9 @@ class LookaheadSpec:
     batch_size: int = 8              # prompts decoded together (a reproduction check redoes the first batch)
 
     def __post_init__(self):
-        if not self.gen_length or not self.block_length:
-            own = decode_lengths(self.model)
-            object.__setattr__(self, "gen_length", self.gen_length or own[0])    # frozen
-            object.__setattr__(self, "block_length", self.block_length or own[1])
+        gen_length, block_length = window(self.model, self.gen_length, self.block_length)
+        object.__setattr__(self, "gen_length", gen_length)    # frozen
+        object.__setattr__(self, "block_length", block_length)
         CEConfig(**self.ce)   # unknown CE settings fail here, before any decoding
 
     @property

@@ -19,7 +19,7 @@ import torch
 from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, result
 from tspd.eval.results import tpf
 from tspd.provenance import device_name
-from tspd.models.loading import decode_lengths
+from tspd.models.loading import window
 
 
 # The paper's row labels (Tables 1-3) -> what they decode with. "†" marks a run without KV cache;
@@ -82,10 +82,7 @@ def progress_bar(*args, **kwargs):
     return tqdm(*args, **kwargs)
 
 
-def lengths(model: str, gen_length: int = 0, block_length: int = 0) -> tuple[int, int]:
-    """A notebook's ``gen_length`` / ``block_length``: the checkpoint's own where 0 or None (its config.json)."""
-    own = decode_lengths(model)
-    return gen_length or own[0], block_length or own[1]
+lengths = window   # a notebook's gen_length / block_length: the checkpoint's own where 0 or None
 
 
 RUN_PARAMETERS = ("model", "limit", "gen_length", "block_length", "steps", "device", "dtype", "seed", "batch_size")

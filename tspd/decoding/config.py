@@ -133,11 +133,8 @@ class DecodeConfig:
     def resolved(self, model_or_name) -> "DecodeConfig":
         """Lengths filled in: the checkpoint's window (:func:`tspd.models.loading.decode_lengths`) where None,
         and ``steps`` = ``gen_length`` where None; checked against each other."""
-        gen_length, block_length = self.gen_length, self.block_length
-        if not gen_length or not block_length:
-            from tspd.models.loading import decode_lengths
-            own = decode_lengths(model_or_name)
-            gen_length, block_length = gen_length or own[0], block_length or own[1]
+        from tspd.models.loading import window
+        gen_length, block_length = window(model_or_name, self.gen_length, self.block_length)
         steps = int(gen_length if self.steps is None else self.steps)
         check_lengths(gen_length, block_length, steps)
         if (gen_length, block_length, steps) == (self.gen_length, self.block_length, self.steps):

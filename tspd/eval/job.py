@@ -103,39 +103,6 @@ class RunConfig:
         for name, value in fields.items():   # frozen: set once, here
             object.__setattr__(self, name, value)
 
-    # the decoding settings every key names, read from ``decode``: ``config.policy`` is ``config.decode.policy``
-    @property
-    def policy(self) -> str:
-        return self.decode.policy
-
-    @property
-    def policy_kwargs(self) -> dict:
-        return self.decode.policy_kwargs
-
-    @property
-    def ce(self) -> bool:
-        return self.decode.ce
-
-    @property
-    def ce_kwargs(self) -> dict:
-        return self.decode.ce_kwargs
-
-    @property
-    def cache(self) -> str:
-        return self.decode.cache
-
-    @property
-    def gen_length(self) -> int:
-        return self.decode.gen_length
-
-    @property
-    def block_length(self) -> int:
-        return self.decode.block_length
-
-    @property
-    def steps(self) -> int:
-        return self.decode.steps
-
     def __hash__(self) -> int:   # the dict fields are not hashable; the key is
         return hash((self.key, self.limit))
 
@@ -183,6 +150,14 @@ class RunConfig:
     def label(self) -> str:
         """A short human-readable name: ``arith/fast-dllm+ce/dual/L128``."""
         return f"{self.task}/{self.decode.slug()}/L{self.gen_length}"
+
+
+def _read_from_decode(name: str) -> property:
+    return property(lambda self: getattr(self.decode, name), doc=f"``decode.{name}`` (a setting every key names)")
+
+
+for _name in _KEYED_DECODE:   # config.policy is config.decode.policy, and so for each keyed decoding setting
+    setattr(RunConfig, _name, _read_from_decode(_name))
 
 
 @dataclass(frozen=True)

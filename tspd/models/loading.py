@@ -99,6 +99,15 @@ def decode_lengths(model_or_config=None) -> tuple[int, int]:
     return int(task.get("gen_length", PAPER_LENGTHS[0])), int(task.get("block_length", PAPER_LENGTHS[1]))
 
 
+def window(model_or_config, gen_length: int | None = None, block_length: int | None = None) -> tuple[int, int]:
+    """``(gen_length, block_length)`` as given, the checkpoint's own (:func:`decode_lengths`) where 0 or None
+    (``config.json`` is read only then)."""
+    if not gen_length or not block_length:
+        own = decode_lengths(model_or_config)
+        gen_length, block_length = gen_length or own[0], block_length or own[1]
+    return int(gen_length), int(block_length)
+
+
 def task_spec(model_or_config=None) -> dict:
     """``config.json``'s ``tspd_task`` (the generated task a ``train-lm`` checkpoint was trained on: its
     module, fingerprint and window); empty for any other checkpoint. Takes what :func:`decode_lengths` takes."""

@@ -25,7 +25,7 @@ import torch
 
 from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
-from tspd.models.loading import DEFAULT_MODEL, decode_lengths
+from tspd.models.loading import DEFAULT_MODEL, window
 from tspd.provenance import settings_digest
 from tspd.eval.tasks import render_prompt
 from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces, save_traces
@@ -62,10 +62,9 @@ class TraceSpec:
     def __post_init__(self):
         if not self.prompts:
             object.__setattr__(self, "prompts", own_traces(self.model))          # frozen
-        if not self.gen_length or not self.block_length:
-            own = decode_lengths(self.model)
-            object.__setattr__(self, "gen_length", self.gen_length or own[0])    # frozen
-            object.__setattr__(self, "block_length", self.block_length or own[1])
+        gen_length, block_length = window(self.model, self.gen_length, self.block_length)
+        object.__setattr__(self, "gen_length", gen_length)    # frozen
+        object.__setattr__(self, "block_length", block_length)
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         if self.n < 2:
