@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tspd.models.fused import fuse_linears
-from tspd.models.llada import KVCache, RMSNorm, window_inputs
+from tspd.models.llada import KVCache, RMSNorm, attend, window_inputs
 from tspd.models.pointwise import EAGER, Pointwise
 
 
@@ -213,12 +213,7 @@ class Attention(nn.Module):
             q, k, v = (t.clamp(-self.clip, self.clip) for t in (q, k, v))
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         q, k = apply_partial_rope(q, cos, sin, self.ops), apply_partial_rope(k, cos, sin, self.ops)
-        if cache is not None:
-            k, v = cache.update(layer, offset, k, v)
-        if self.kv_heads != self.n_heads:
-            rep = self.n_heads // self.kv_heads
-            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        att = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False)
+        att = attend(q, k, v, attn_mask, cache, layer, offset)
         return self.o_proj(att.transpose(1, 2).reshape(B, T, -1))
 
 

@@ -79,6 +79,17 @@ class KVCache:
         self.v = [t[rows] if t is not None else None for t in self.v]
 
 
+def attend(q, k, v, attn_mask, cache: KVCache | None, layer: int, offset: int) -> torch.Tensor:
+    """Bidirectional attention of the window's ``q`` [B, H, T, D] over its keys and values, written into ``cache``
+    first when there is one (then over every cached position); grouped k/v heads repeated to ``q``'s (all backbones)."""
+    if cache is not None:
+        k, v = cache.update(layer, offset, k, v)
+    if k.shape[1] != q.shape[1]:
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False)
+
+
 def window_inputs(input_ids, attention_mask, position_ids, cache: KVCache | None, offset: int, *,
                   rotary_dim: int, theta: float, kv_heads: int, head_dim: int, dtype):
     """RoPE cos/sin, the key-padding mask and the cache state for a window forward (all backbones).
@@ -131,12 +142,7 @@ class Block(nn.Module):
         k = k.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         v = v.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         q, k = self.ops.rope_qk(q, k, cos, sin)   # one pass over both: half the kernels, the same values
-        if cache is not None:
-            k, v = cache.update(layer, offset, k, v)
-        if cfg.kv_heads != cfg.n_heads:
-            rep = cfg.n_heads // cfg.kv_heads
-            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        att = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False)
+        att = attend(q, k, v, attn_mask, cache, layer, offset)
         x = x + self.attn_out(att.transpose(1, 2).reshape(B, T, -1))
         h = self.ff_norm(x)
         gate, up = self.gate_up(h) if self.gate_up is not None else (self.ff_proj(h), self.up_proj(h))
