@@ -274,3 +274,21 @@ def test_the_page_draws_every_stored_quantity_and_tables_one_row_per_claim(tmp_p
     fig = page.forest(stored)
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert len(labels) == 4 and any(t.startswith("Table 7: NFE a / NFE b") for t in labels)
+
+
+def test_the_spearman_bootstrap_is_the_cluster_bootstrap_of_spearman():
+    """Figure 2's interval, computed from counts for every resample at once, equals the generic bootstrap's."""
+    import torch
+    from tspd.book.claims import traces
+    g = torch.Generator().manual_seed(3)
+    groups = [(torch.randint(0, 6, (n,), generator=g), torch.randint(0, 9, (n,), generator=g))
+              for n in (5, 9, 1, 7, 12, 3)]
+    groups.append((torch.tensor([2, 2]), torch.tensor([4, 4])))     # a prompt whose pairs all tie
+
+    def stat(clusters):
+        return traces.spearman(torch.cat([c[0] for c in clusters]), torch.cat([c[1] for c in clusters]))
+
+    want = claims.cluster_bootstrap(groups, stat, n_boot=300, seed=1)
+    assert traces.spearman_bootstrap(groups, n_boot=300, seed=1) == pytest.approx(want, rel=1e-9, abs=1e-12)
+    with pytest.raises(ValueError, match="undefined"):
+        traces.spearman_bootstrap([(torch.tensor([1, 1]), torch.tensor([2, 3]))], n_boot=10)

@@ -68,7 +68,7 @@ def joint_bootstrap(series: Sequence, stat: Callable[..., float], n_boot: int = 
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
     boots = np.array([stat(*(x[i] for x in arrays)) for i in idx])
-    return (float(stat(*arrays)), *_percentiles(boots, level))
+    return (float(stat(*arrays)), *percentile_interval(boots, level))
 
 
 def cluster_bootstrap(clusters: Sequence, stat: Callable[[list], float], n_boot: int = 2000, seed: int = 0,
@@ -85,10 +85,11 @@ def cluster_bootstrap(clusters: Sequence, stat: Callable[[list], float], n_boot:
             boots.append(value)
     if not boots:
         raise ValueError("the statistic is undefined on every resample")
-    return (float(stat(clusters)), *_percentiles(np.array(boots), level))
+    return (float(stat(clusters)), *percentile_interval(np.array(boots), level))
 
 
-def _percentiles(boots: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_interval(boots: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of bootstrap values at ``level`` (0.95: their 2.5th and 97.5th percentiles)."""
     tail = 100 * (1 - level) / 2
     lo, hi = np.percentile(boots, [tail, 100 - tail])
     return float(lo), float(hi)

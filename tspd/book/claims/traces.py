@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tspd.book.claims.stats import Claim, Finding, cluster_bootstrap
+from tspd.book.claims.stats import Claim, Finding, cluster_bootstrap, percentile_interval
 
 
 @dataclass
@@ -129,16 +129,54 @@ def spearman(x, y) -> float:
     return float((rx * ry).sum() / norm) if norm > 0 else float("nan")
 
 
+def spearman_bootstrap(groups: list[tuple[torch.Tensor, torch.Tensor]], n_boot: int = 2000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float, float]:
+    """:func:`cluster_bootstrap` of the :func:`spearman` correlation of the groups' (x, y) pairs concatenated, the
+    groups (prompts) resampled whole: the same resamples (the same draws of the same generator) and the same
+    values up to the order of floating-point sums, computed for every resample at once.
+
+    A resample's ranks depend only on how many of its pairs take each (x, y) value, so each group is reduced to
+    its counts over the distinct pairs once, and a resample's counts are its groups' counts weighted by how
+    often it drew each (one matrix product for all resamples); tied values get the mean of their ranks.
+    """
+    if not groups:
+        raise ValueError("need at least one cluster")
+    _, ix = torch.unique(torch.cat([torch.as_tensor(g[0]) for g in groups]), return_inverse=True)
+    _, iy = torch.unique(torch.cat([torch.as_tensor(g[1]) for g in groups]), return_inverse=True)
+    nx, ny = int(ix.max()) + 1, int(iy.max()) + 1
+    group = torch.repeat_interleave(torch.arange(len(groups)), torch.tensor([len(g[0]) for g in groups]))
+    table = torch.zeros(len(groups), nx * ny, dtype=torch.float64)
+    table.index_put_((group, ix * ny + iy), torch.ones(len(ix), dtype=torch.float64), accumulate=True)
+    idx = np.random.default_rng(seed).integers(0, len(groups), size=(n_boot, len(groups)))
+    drawn = torch.from_numpy(np.stack([np.bincount(row, minlength=len(groups)) for row in idx])).double()
+    chunk = max(1, (1 << 22) // (nx * ny))                        # resamples at a time: about 32 MB of counts
+    boots = torch.cat([_spearman_of_counts((part @ table).view(len(part), nx, ny))
+                       for part in drawn.split(chunk)]).numpy()
+    boots = boots[np.isfinite(boots)]     # a resample without the data the statistic needs is skipped
+    if not len(boots):
+        raise ValueError("the statistic is undefined on every resample")
+    value = float(_spearman_of_counts(table.sum(0).view(1, nx, ny))[0])
+    return (value, *percentile_interval(boots, level))
+
+
+def _spearman_of_counts(counts: torch.Tensor) -> torch.Tensor:
+    """[R] rank correlations of R samples given as [R, nx, ny] counts of each (x, y) pair (nan where undefined)."""
+    cx, cy = counts.sum(2), counts.sum(1)                         # [R, nx], [R, ny]: counts of each value
+    rx = torch.cumsum(cx, 1) - (cx - 1) / 2                        # mean rank of each x value in its sample
+    ry = torch.cumsum(cy, 1) - (cy - 1) / 2
+    mean = (cx.sum(1, keepdim=True) + 1) / 2                       # the mean of ranks 1..N
+    dx, dy = rx - mean, ry - mean
+    cov = torch.einsum("rxy,rx,ry->r", counts, dx, dy)
+    norm = ((cx * dx ** 2).sum(1) * (cy * dy ** 2).sum(1)).sqrt()
+    return torch.where(norm > 0, cov / norm, torch.full_like(cov, float("nan")))
+
+
 def rightward(st: Stabilisation, **boot) -> Claim:
     """Figure 2: tokens further right stabilise later, inside the block and in the whole answer
     (Spearman correlation of position and stabilisation step > 0; prompts resampled)."""
     def corr(pos, step):
         groups = [(pos[st.prompt == p], step[st.prompt == p]) for p in st.prompt.unique().tolist()]
-
-        def stat(clusters) -> float:
-            return spearman(torch.cat([g[0] for g in clusters]), torch.cat([g[1] for g in clusters]))
-
-        return cluster_bootstrap(groups, stat, **boot), len(groups)
+        return spearman_bootstrap(groups, **boot), len(groups)
     (v1, lo1, hi1), n = corr(st.pos_block, st.stab)
     (v2, lo2, hi2), _ = corr(st.pos_answer, st.stab_global)
     return Claim("Tokens further right stabilise later (within the block, and by position in the answer)",
