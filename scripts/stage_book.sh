@@ -17,10 +17,9 @@
 # Resumable: the harness reads back finished runs and rows, so a rerun measures only what is missing
 # (kill it at any time; rerun the same command). Never stop it with SIGSTOP to time something else: its
 # rows keep wall times. A batch that shared the cores with other work is found and dropped by
-# `.venv/bin/python scripts/redo_disturbed.py results/staging/NAME/runs` (rerun this script afterwards). When the book switches to NAME:
-#   mv results/staging/NAME/runs/variants results/variants; mv results/staging/NAME/runs results/runs
-#   mv results/staging/NAME/{embedded_controllers.json,controller_table,cache_agreement.*} results/
-# (after setting the old ones aside), then STAGES="notebooks tables" of ship_model.sh read them back.
+# `.venv/bin/python scripts/redo_disturbed.py results/staging/NAME/runs` (rerun this script afterwards). When the
+# book switches to NAME, `.venv/bin/python scripts/switch_book.py NAME --staged` moves them in place of the old
+# model's (it refuses while a part is missing), then STAGES="notebooks tables" of ship_model.sh read them back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: bash scripts/stage_book.sh NAME [THREADS] [PART ...]}

@@ -1,12 +1,18 @@
 """Switch the book to another embedded model: steps 2-3 of scripts/ship_model.sh's header, done by rule.
 
-    .venv/bin/python scripts/switch_book.py tiny-roster
+    .venv/bin/python scripts/switch_book.py tiny-roster [--staged]
 
 - ``DEFAULT_MODEL`` in ``tspd/models/loading.py`` becomes NAME (the package's one default model);
 - every notebook's parameter cell names NAME where it named the old model (``model``, ``models``,
   ``model_name``, ``out_dir``), NAME's task where it named the old one (``tasks``) and NAME's traces split
   (``trace_source`` and the comments that list the sources); the regime page also shows the old model
   (``compare``), so the book keeps one model where parallel decoding is free beside one where it is not.
+
+With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.sh NAME``, under
+``results/staging/NAME/``) also take the place of the old model's: ``results/runs``, ``results/variants`` and
+``results/claims``, the controller table and the cache agreement (every file there is the old book model's; they
+stay in git's history, and the tree keeps its size: tests/test_tree.py). It refuses, naming what is missing,
+while the staging is unfinished.
 
 Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4). Rerunning it with
 the book already on NAME changes nothing. tests/test_notebooks.py checks the result.
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 from pathlib import Path
 
 from tspd.models.loading import ZOO, checkpoint_task
@@ -32,13 +39,58 @@ def switched_cell(source: str, old: str, new: str, old_task: str, new_task: str)
     return source
 
 
+def staged_parts(name: str) -> list[tuple[str, str]]:
+    """(staged path, the book's path), relative to the repository, of every record the staging of NAME holds, in
+    the order they move (the runs last: the staging keeps the variants inside them). Each record's module names
+    its own path."""
+    from tspd.book.claims.store import CLAIMS_DIR
+    from tspd.eval.experiments import DEFAULT_RESULTS_DIR
+    from tspd.provenance import REPO_ROOT
+    from tspd.records import cache_agreement, controller_table
+    from tspd.training.variants import DEFAULT_DIR as VARIANTS
+    stage = Path("results", "staging", name)
+    table, agreement = controller_table.PATH, cache_agreement.PATH
+    pairs = [(stage / "runs" / VARIANTS.name, VARIANTS), (stage / CLAIMS_DIR.name, CLAIMS_DIR),
+             (stage / table.name, table), (stage / controller_table.RUNS, table.parent / controller_table.RUNS),
+             (stage / agreement.name, agreement), (stage / cache_agreement.samples_path().name,
+                                                   cache_agreement.samples_path()),
+             (stage / DEFAULT_RESULTS_DIR.name, DEFAULT_RESULTS_DIR)]
+    return [(str(src), str(dest.relative_to(REPO_ROOT))) for src, dest in pairs]
+
+
+def move_staged(root: Path, name: str) -> list[str]:
+    """Move ``results/staging/NAME``'s records in place of the book's (see the module's docstring); returns what
+    moved. Raises FileNotFoundError naming what the staging lacks (then nothing moves)."""
+    parts = staged_parts(name)
+    missing = [src for src, _ in parts if not (root / src).exists()]
+    if missing:
+        raise FileNotFoundError(f"the staging lacks {', '.join(missing)}: finish "
+                                f"`bash scripts/stage_book.sh {name}` first")
+    for src, dest in parts:
+        if (root / dest).is_dir():
+            shutil.rmtree(root / dest)
+        elif (root / dest).exists():
+            (root / dest).unlink()
+        shutil.move(root / src, root / dest)
+    shutil.rmtree(root / "results" / "staging" / name)
+    return [f"{src} -> {dest}" for src, dest in parts]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("name", help="an embedded model of tspd/zoo")
-    new = ap.parse_args(argv).name
+    ap.add_argument("--staged", action="store_true", help="also move NAME's staged runs in place of the book's")
+    args = ap.parse_args(argv)
+    new = args.name
     if not (ZOO / new).is_dir():
         print(f"error: tspd/zoo/{new} is missing (NAME is an embedded model's name)")
         return 2
+    if args.staged:
+        try:
+            print("\n".join(move_staged(ROOT, new)))
+        except FileNotFoundError as e:
+            print(f"error: {e}")
+            return 2
     text = LOADING.read_text()
     old = re.search(r'^DEFAULT_MODEL = "(.*)"$', text, flags=re.M).group(1)   # this tree's, not an installed copy's
     old_task, new_task = checkpoint_task(old), checkpoint_task(new)
