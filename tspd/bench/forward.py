@@ -121,6 +121,22 @@ def apply_lever(model, variant: str) -> None:
         use_compiled(model.module)
 
 
+def step_calls(model, variant: str, ids: torch.Tensor, pos: torch.Tensor, prompt: int, block: int):
+    """The full forward (logits for the generated region) and a dual-cache step over the first block, as the loop
+    calls them: from CUDA graphs for ``graph`` (its cache filled by a first full forward), else eagerly."""
+    B, T = ids.shape
+    if variant == "graph":
+        runner = StepGraphs(model, B, T, cached=True, padded=False)
+        runner.load(pos, None)
+        runner(ids, 0, T, prompt)
+        return lambda: runner(ids, 0, T, prompt), lambda: runner(ids, prompt, prompt + block)
+    kv = model.new_cache()
+    model(ids, cache=kv)
+    return (lambda: model(ids, logits_from=prompt),
+            lambda: model(ids[:, prompt:prompt + block], position_ids=pos[:, prompt:prompt + block], cache=kv,
+                          offset=prompt))
+
+
 def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     device = check_device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
@@ -145,17 +161,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     with torch.no_grad():
         for variant in variants:
             apply_lever(model, variant)
-            if variant == "graph":
-                runner = StepGraphs(model, B, T, cached=True, padded=False)
-                runner.load(pos, None)
-                full_fn = lambda: runner(ids, 0, T, P)                      # noqa: E731
-                runner(ids, 0, T, P)
-                dual_fn = lambda: runner(ids, P, P + Lb)                    # noqa: E731
-            else:
-                kv = model.new_cache()
-                full_fn = lambda: model(ids, logits_from=P)                 # noqa: E731
-                model(ids, cache=kv)
-                dual_fn = lambda: model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P)  # noqa: E731
+            full_fn, dual_fn = step_calls(model, variant, ids, pos, P, Lb)
             logits = full_fn().float()
             reference = logits if reference is None else reference
             row = {"seconds": timer(full_fn), "dual_step_seconds": timer(dual_fn),
