@@ -151,3 +151,16 @@ def test_markdown_tables_are_written_one_way():
     assert markdown.table(["a", "b"], [[1, ""], ["x", 2.5]]) == ["| a | b |", "|---|---|", "| 1 |  |", "| x | 2.5 |"]
     hand_built = [p.name for p in SOURCES if p.suffix == ".py" and "|---" in p.read_text() and p.name != "markdown.py"]
     assert hand_built == [], f"write Markdown tables with tspd.markdown.table: {hand_built}"
+
+
+def test_a_generate_calls_cost_beyond_its_forwards_by_wall_clock():
+    """bench_step.beyond_forwards: a call's seconds against its forwards at the row's own step times."""
+    row = {"gen": 64, "block": 32, "full_forward_fast": {"seconds": 0.010}, "dual_step_fast": {"seconds": 0.002},
+           "generate": {"vanilla/dual/fast": {"nfe": 64, "seconds_per_nfe": (2 * 0.010 + 62 * 0.002) * 1.05 / 64},
+                        "vanilla/none/fast": {"nfe": 64, "seconds_per_nfe": 0.010},
+                        "vanilla/dual": {"nfe": 64, "seconds_per_nfe": 0.004},
+                        "vanilla/prefix/fast": {"nfe": 64, "seconds_per_nfe": 0.004}}}
+    assert bench_step.beyond_forwards(row, "vanilla/dual/fast") == pytest.approx(0.05)
+    assert bench_step.beyond_forwards(row, "vanilla/none/fast") == pytest.approx(0.0)
+    assert bench_step.beyond_forwards(row, "vanilla/dual") is None          # eager: its first steps write the cache
+    assert bench_step.beyond_forwards(row, "vanilla/prefix/fast") is None   # the prefix window shrinks

@@ -41,6 +41,24 @@ def entry_key(policy: str, ce: bool, cache: str, fast: bool = False) -> str:
     return slug(policy, ce, cache) + ("/fast" if fast else "")
 
 
+def beyond_forwards(row: dict, key: str) -> float | None:
+    """What a ``generate`` call of ``row`` spent beyond its forwards, as a fraction of its mean forward, by wall
+    clock: its seconds per NFE against the row's own step times, each block's first step a full forward and every
+    later one the dual cache's block step (from CUDA graphs on the fast path). Unlike the profiled share, it lets
+    the host's work overlap the device's, as decoding does. None where the row lacks those step times, and for
+    the prefix cache (its window shrinks) and eager calls (their first steps also write the cache)."""
+    g = row["generate"][key]
+    *_, cache, fast = decoding_entries({key: g})[key]
+    suffix = "_fast" if fast else ""
+    full, dual = row.get("full_forward" + suffix), row.get("dual_step" + suffix)
+    if not fast or cache == "prefix" or full is None or (cache == "dual" and dual is None):
+        return None
+    firsts = min(g["nfe"], row["gen"] // row["block"])
+    forwards = g["nfe"] * full["seconds"] if cache == "none" else \
+        firsts * full["seconds"] + (g["nfe"] - firsts) * dual["seconds"]
+    return g["seconds_per_nfe"] * g["nfe"] / forwards - 1
+
+
 def decoding_entries(entries: dict) -> dict[str, tuple[str, bool, str, bool]]:
     """Key -> ``(policy, ce, cache, fast)`` of each of ``entries`` (a row's ``generate`` or ``parity``) that is a
     decoding's, in stored order: found among the keys :func:`entry_key` makes (a parity row's
