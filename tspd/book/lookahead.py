@@ -102,10 +102,11 @@ def reduce(gen, spec: LookaheadSpec) -> dict:
         r, i = divmod(int(gap.flatten().argmax()), L)
         block_steps = (tr.block == i // Lb).nonzero()[:, 0]
         tl = int(out["t_look"][r, i])
+        curves = {"observed": rep.observed[:, r, i], "conf": tr.conf[:, r, i], "final": tr.x0[:, r, i] == final[r, i],
+                  "mean": mean[tl, r, i, 1:], "sd": var[tl, r, i, 1:].sqrt()}
         example = {"saved": int(gap.max()), "prompt": r, "position": i, "block": i // Lb,
                    "first_step": int(block_steps[0]), "block_steps": len(block_steps),
-                   "observed": rep.observed[:, r, i], "conf": tr.conf[:, r, i], "final": tr.x0[:, r, i] == final[r, i],
-                   "mean": mean[tl, r, i, 1:], "sd": var[tl, r, i, 1:].sqrt()}
+                   **{k: v.clone() for k, v in curves.items()}}   # copies: a view would store its whole trace
     return {**out, "steps": S, "reproduced": rep.reproduced, "example": example}
 
 
