@@ -164,3 +164,17 @@ def test_a_generate_calls_cost_beyond_its_forwards_by_wall_clock():
     assert bench_step.beyond_forwards(row, "vanilla/none/fast") == pytest.approx(0.0)
     assert bench_step.beyond_forwards(row, "vanilla/dual") is None          # eager: its first steps write the cache
     assert bench_step.beyond_forwards(row, "vanilla/prefix/fast") is None   # the prefix window shrinks
+
+
+def test_the_goals_judge_the_faster_full_forward_against_the_cards_goals():
+    """bench_step.goal_rows: the fast path's full forward where it is faster, the H200's goals on an H200, and
+    no rows for another shape or batch."""
+    row = {"batch": 1, "gen": 64, "block": 32, "full_forward": {"seconds": 0.030, "floor_seconds": 0.021},
+           "full_forward_fast": {"seconds": 0.025, "floor_seconds": 0.021}, "dual_step": {"seconds": 0.009}}
+    result = {"shape": "llada-8b", "device": "NVIDIA H200", "rows": [row, dict(row, batch=8)]}
+    got = {r["measure"]: r for r in bench_step.goal_rows(result)}
+    assert got["full forward (ms)"]["measured"] == pytest.approx(25.0) and got["full forward (ms)"]["met"]
+    assert got["full forward, % of its floor"]["measured"] == pytest.approx(84.0)
+    assert not got["dual-cache step (ms)"]["met"] and got["controller + CE, % of a forward"]["met"] is None
+    assert "at most 28" in bench_step.goal_rows(dict(result, device="NVIDIA H100"))[1]["goal"]
+    assert bench_step.goal_rows(dict(result, shape="tiny")) == []

@@ -188,6 +188,16 @@ def _random_tspd_net():
     return TSPDNet(TSPDConfig())
 
 
+def filled_runner(model, ids: torch.Tensor, pos: torch.Tensor, prompt: int) -> StepGraphs:
+    """CUDA graphs for ``ids``' shape (cached, unpadded) with their own cache filled by a full forward, as a
+    block's first step leaves it: the fast path's steps, ready to time."""
+    B, T = ids.shape
+    runner = StepGraphs(model, B, T, cached=True, padded=False)
+    runner.load(pos, None)
+    runner(ids, 0, T, prompt)
+    return runner
+
+
 def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
     cfg, dev = model.config, model.device
     P, G, Lb = args.prompt, args.gen, args.block
@@ -205,12 +215,10 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
                                                      offset=P))
     steps = {"full_forward": (full, T, G), "prefix_step": (prefix, G, G), "dual_step": (dual, Lb, Lb)}
     if args.fast or args.parity:
-        runner = StepGraphs(model, batch, T, cached=True, padded=False)
-        runner.load(pos, None)
         with torch.no_grad():
             model(ids, cache=kv)                     # the same history on both paths: full forward, then dual
             eager_dual = model(ids[:, P:P + Lb], position_ids=pos[:, P:P + Lb], cache=kv, offset=P)
-            runner(ids, 0, T, P)                    # fills the runner's own cache, as a block's first step
+            runner = filled_runner(model, ids, pos, P)
             fast_dual = runner(ids, P, P + Lb)
             if args.fast:
                 steps["prefix_step_fast"] = timer(lambda: runner(ids, P, T)), G, G

@@ -21,8 +21,8 @@ from collections import defaultdict
 import torch
 import torch.nn.functional as F
 
-from tspd.bench import Timer, add_shape_arguments, build_model, floor_seconds, forward_cost, peak_rates, run_command
-from tspd.decoding.graphs import StepGraphs
+from tspd.bench import (Timer, add_shape_arguments, build_model, filled_runner, floor_seconds, forward_cost, peak_rates,
+                        run_command)
 from tspd.models.fused import fuse_projections
 from tspd.models.pointwise import use_compiled
 from tspd.provenance import device_name, git_revision
@@ -124,11 +124,9 @@ def apply_lever(model, variant: str) -> None:
 def step_calls(model, variant: str, ids: torch.Tensor, pos: torch.Tensor, prompt: int, block: int):
     """The full forward (logits for the generated region) and a dual-cache step over the first block, as the loop
     calls them: from CUDA graphs for ``graph`` (its cache filled by a first full forward), else eagerly."""
-    B, T = ids.shape
     if variant == "graph":
-        runner = StepGraphs(model, B, T, cached=True, padded=False)
-        runner.load(pos, None)
-        runner(ids, 0, T, prompt)
+        runner = filled_runner(model, ids, pos, prompt)
+        T = ids.shape[1]
         return lambda: runner(ids, 0, T, prompt), lambda: runner(ids, prompt, prompt + block)
     kv = model.new_cache()
     model(ids, cache=kv)

@@ -373,7 +373,7 @@ def gpu_speed(device: str = "NVIDIA-H200", rec: bench_step.BenchStep | None = No
     fast = [row["generate"][k]["control_fraction_of_forward"] for k, (*_, cache, on) in timed.items()
             if cache == "dual" and on]
     same = all(row["parity"][k]["same_tokens"] and row["parity"][k]["same_nfe"] for k in checked)
-    full = min(row["full_forward"]["seconds"], row.get("full_forward_fast", row["full_forward"])["seconds"])
+    full = bench_step.best_full_forward(row)["seconds"]
     floor, goal = row["full_forward"]["floor_seconds"], bench_step.goals(rec.device)
     beyond = ", ".join(f"{slug(p, ce)} {100 * share:.1f} %" for k, (p, ce, cache, on) in timed.items()
                        if cache == "dual" and on and (share := bench_step.beyond_forwards(row, k)) is not None)

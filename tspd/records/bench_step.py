@@ -59,6 +59,39 @@ def beyond_forwards(row: dict, key: str) -> float | None:
     return g["seconds_per_nfe"] * g["nfe"] / forwards - 1
 
 
+def best_full_forward(row: dict) -> dict:
+    """The faster of a row's eager and fast-path full forwards (its ``seconds`` and ``floor_seconds``): what the
+    goals judge, since decoding takes the fast path where it is faster."""
+    return min((row["full_forward"], row.get("full_forward_fast")), key=lambda s: s["seconds"] if s else float("inf"))
+
+
+def goal_rows(result: dict) -> list[dict]:
+    """Batch 1 at LLaDA-8B's shape against :func:`goals` for the card (``measure``, ``goal``, ``measured``,
+    ``met``; ``measured`` None where ``result``, a stored file as a dict, lacks the measurement)."""
+    rows = []
+    for r in result["rows"]:
+        if result["shape"] != "llada-8b" or r["batch"] != 1:
+            continue
+        dual, full = r.get("dual_step_fast") or r["dual_step"], best_full_forward(r)["seconds"]
+        timed, fast_key = r.get("generate", {}), entry_key("tspd", True, "dual", fast=True)
+        control = timed.get(fast_key) or timed.get(entry_key("tspd", True, "dual"))
+        goal = goals(result["device"])
+        for what, at_most, value in [("dual-cache step (ms)", goal["dual_step_ms"], 1e3 * dual["seconds"]),
+                                     ("full forward (ms)", goal["full_forward_ms"], 1e3 * full),
+                                     ("controller + CE, % of a forward", goal["control_percent"],
+                                      None if control is None else 100 * control["control_fraction_of_forward"])]:
+            rows.append({"measure": what, "goal": f"at most {at_most:g}", "measured": value,
+                         "met": None if value is None else value <= at_most})
+        if fast_key in timed and (beyond := beyond_forwards(r, fast_key)) is not None:
+            rows.append({"measure": "TSPD + CE beyond its forwards, fast path, % of a forward (wall clock)",
+                         "goal": f"at most {goal['control_percent']:g}", "measured": 100 * beyond,
+                         "met": 100 * beyond <= goal["control_percent"]})
+        share = r["full_forward"]["floor_seconds"] / full
+        rows.append({"measure": "full forward, % of its floor", "goal": f"at least {100 * FLOOR_SHARE_GOAL:g}",
+                     "measured": 100 * share, "met": share >= FLOOR_SHARE_GOAL})
+    return rows
+
+
 def decoding_entries(entries: dict) -> dict[str, tuple[str, bool, str, bool]]:
     """Key -> ``(policy, ce, cache, fast)`` of each of ``entries`` (a row's ``generate`` or ``parity``) that is a
     decoding's, in stored order: found among the keys :func:`entry_key` makes (a parity row's
