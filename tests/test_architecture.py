@@ -244,3 +244,14 @@ def test_the_architecture_page_draws_these_layers():
     rows = [line for line in page.splitlines() if line.startswith("| ") and "`tspd" in line.split("|")[2]]
     drawn = [(r.split("|")[1].strip(), sorted(n.strip(" `") for n in r.split("|")[2].split(","))) for r in rows]
     assert drawn == [(name, sorted(modules)) for name, modules in LAYERS]
+
+
+def test_every_gradable_generated_task_has_the_whole_interface():
+    """tspd.eval.tasks.generated's module interface, SUMMARY included (the book's prose names the task by it)."""
+    from tspd.eval.tasks.generated import GENERATED, MIX_ONLY
+    interface = ("load_split", "iter_train", "prompt", "fingerprint", "extract_answer", "right", "line_accuracy",
+                 "template_accuracy", "GEN_LENGTH", "BLOCK_LENGTH", "SPLIT_SIZES", "SUMMARY")
+    missing = {name: [a for a in interface if not hasattr(module, a)]
+               for name, module in GENERATED.items() if name not in MIX_ONLY}
+    assert all(not m for m in missing.values()), missing
+    assert all(isinstance(m.SUMMARY, str) and m.SUMMARY for n, m in GENERATED.items() if n not in MIX_ONLY)

@@ -18,6 +18,7 @@ from tspd.book.loop_speed import share_text
 from tspd.book.record import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
 from tspd.eval.results import wilson
+from tspd.eval.tasks.generated import trained_task
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.records import (bench_forward, bench_loop, bench_step, cache_agreement as agreement_record, controller_table,
                           fresh_clone, lmeval_example, regime, train_lm_evals, train_lm_probes)
@@ -192,9 +193,10 @@ def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> s
                  f"show ({cache_text}).")
     else:
         cache = ""
+    task = trained_task(model).SUMMARY
     return (f"**What the verdicts can mean here.** The embedded model answers {model_accuracy(model)} and reads "
-            f"its own worked lines: {lines}. {meaning} " + (cache + " " if cache else "")
-            + "An arithmetic task and a small model remain weak evidence about the paper's 8B models on GSM8K.")
+            f"its own lines: {lines}. {meaning} " + (cache + " " if cache else "")
+            + f"A small model on {task} remains weak evidence about the paper's 8B models on GSM8K.")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """The tasks this repository generates itself, by name: what ``train-lm --task`` trains an embedded model on.
 
 Each is a module with the same functions: ``load_split``, ``iter_train``, ``prompt``, ``fingerprint``,
-``extract_answer``, ``right`` (the grade), ``line_accuracy``, ``template_accuracy``, ``GEN_LENGTH`` / ``BLOCK_LENGTH`` (the window
-it is sized for) and ``SPLIT_SIZES``; ``arith`` also ``altered`` and ``reordered`` (``chain`` draws its
-freedom in every problem instead). A checkpoint names its task's module in ``config.json``. ``drill`` has
-only what a training mixture needs (``iter_train``, ``load_split``, ``GEN_LENGTH``): it has nothing to grade.
+``extract_answer``, ``right`` (the grade), ``line_accuracy``, ``template_accuracy``, ``GEN_LENGTH`` /
+``BLOCK_LENGTH`` (the window it is sized for), ``SPLIT_SIZES`` and ``SUMMARY`` (what it is, in a phrase);
+``arith`` also ``altered`` and ``reordered`` (``chain`` draws its freedom in every problem instead). A
+checkpoint names its task's module in ``config.json``. ``drill`` has only what a training mixture needs
+(``iter_train``, ``load_split``, ``GEN_LENGTH``): it has nothing to grade.
 """
 from __future__ import annotations
 

@@ -35,6 +35,7 @@ from tspd.eval.tasks.splits import Splits
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}
 GEN_LENGTH, BLOCK_LENGTH = 256, 32          # the paper's window and block (Table 1)
+SUMMARY = "duty rosters whose chores must agree within a day"  # what the task is, in the book's prose
 PEOPLE = (3, 5)                             # people (= chores) per problem, inclusive
 DAYS = (3, 7)                               # days (= lines) per problem, inclusive
 NAMES = ["Ann", "Ben", "Cara", "Dan", "Eva", "Finn", "Gina", "Hugo", "Ivy", "Jack"]
