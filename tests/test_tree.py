@@ -1,6 +1,6 @@
 """The tracked tree holds code and records, not leftovers: no tracked file over ``LARGE`` bytes unless
 ``ALLOWED`` names it with a reason, and all of them together within ``TREE`` bytes (results/training/README.md
-says where the training runs' weights and states are instead)."""
+says where the training runs' weights and states are instead); and no Python file over ``MAX_LINES`` lines."""
 from __future__ import annotations
 
 import subprocess
@@ -66,3 +66,12 @@ def test_the_check_flags_a_large_file_the_list_does_not_name():
              "results/staging/m/runs/variants/traces-0123.pt": 3_000_000}
     assert oversized(sizes) == ["results/training/x/model.safetensors", "tspd/zoo/a/b/model.safetensors",
                                 "results/variants/tspd-0123.safetensors"]
+
+
+MAX_LINES = 500   # the guide's limit: a module (or test file) readable in one sitting
+
+
+def test_no_python_file_is_longer_than_one_sitting():
+    long = {p: n for p in tracked_sizes() if p.endswith(".py")
+            and (n := len((ROOT / p).read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these files (over {MAX_LINES} lines): {long}"
