@@ -292,3 +292,28 @@ def test_the_spearman_bootstrap_is_the_cluster_bootstrap_of_spearman():
     assert traces.spearman_bootstrap(groups, n_boot=300, seed=1) == pytest.approx(want, rel=1e-9, abs=1e-12)
     with pytest.raises(ValueError, match="undefined"):
         traces.spearman_bootstrap([(torch.tensor([1, 1]), torch.tensor([2, 3]))], n_boot=10)
+
+
+def test_an_aup_against_a_zero_aup_is_infinite_on_the_page_not_a_huge_number(tmp_path):
+    """A rival whose every point is 0 % accurate has AUP 0: the ratio's floored denominator gives ~1e14, which the
+    pages print as ∞ and the forest plot draws at its right edge as an arrow."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.claims import page, runs, store
+    from tspd.book.claims.stats import number
+
+    class Run:
+        def __init__(self, correct, nfe):
+            self.samples = [{"id": i, "correct": c, "gen_tokens": 40, "nfe": nfe} for i, c in enumerate(correct)]
+            self.key = ""
+
+    ours, rival = Run([1, 0] * 20, 10), Run([0] * 40, 1)
+    f = runs.higher_aup({"Ours": [ours], "Rival": [rival]}, "Ours", "Rival", n_boot=50)
+    assert f.value > 1e6 and f.verdict == claims.HOLDS
+    assert number(f.value) == "∞" and number(2.345) == "2.35" and number(-3.0) == "-3.00"
+    store.report("table01_main_results", {"arith": claims.Claim("c", "Table 1", [f])}, claims_dir=tmp_path)
+    stored = store.load_all(tmp_path)
+    assert page.evidence_rows(stored)[0]["value"] == "∞"
+    fig = page.forest(stored)
+    xs = [x for ax in fig.axes for line in ax.lines if line.get_marker() == ">" for x in line.get_xdata()]
+    assert xs == [page.RATIO_SHOWN[1]]

@@ -214,6 +214,7 @@ def controller_comparisons(seed: int = 0, table: controller_table.ControllerTabl
     """Paired comparisons on the table's problems, as a Markdown table: each adaptive controller without a
     cache against vanilla (accuracy), against TSPD + CE (forwards), CE's effect, and each cache's cost."""
     from tspd.book.claims.runs import fewer_forwards, more_accurate
+    from tspd.book.claims.stats import number
     runs = (table or controller_table.load()).runs()
     ids = sorted(set.intersection(*(set(r) for r in runs.values())))
     series = {k: _Series(v, ids) for k, v in runs.items()}
@@ -233,7 +234,7 @@ def controller_comparisons(seed: int = 0, table: controller_table.ControllerTabl
     found += [compare(more_accurate, k, (k[0], k[1], "none"))
               for k in series if k[2] != "none" and (k[1] == (k[0] == "tspd"))]
     lines = markdown.table(["comparison (paired, same problems)", "value", "95 % interval", "n"],
-                           [[f.quantity, f"{f.value:.2f}", f"{f.lo:.2f} to {f.hi:.2f}", f.n] for f in found])
+                           [[f.quantity, number(f.value), f"{number(f.lo)} to {number(f.hi)}", f.n] for f in found])
     return "\n" + "\n".join(lines) + "\n"
 
 

@@ -12,13 +12,14 @@ All read the notebooks' stored verdicts (:func:`tspd.book.claims.store.load_all`
 """
 from __future__ import annotations
 
-from tspd.book.claims.stats import FAILS, HOLDS, OPEN, Claim, Finding
+from tspd.book.claims.stats import FAILS, HOLDS, OPEN, Claim, Finding, number
 from tspd.book.claims.store import NOTEBOOKS
 
 COLOURS = {HOLDS: "#1a9850", FAILS: "#d73027", OPEN: "#878787"}
 UNITS = ("points", "ratio", "other")
 UNIT_TITLES = {"points": "accuracy and other differences (points)", "ratio": "ratios (x, log scale)",
                "other": "other statistics"}
+RATIO_SHOWN = (1e-3, 100.0)   # the ratio panel's range: a ratio beyond it is drawn at its edge, as an arrow
 
 
 def unit(f: Finding) -> str:
@@ -32,7 +33,7 @@ def unit(f: Finding) -> str:
 
 def interval_text(f: Finding) -> str:
     """``0.94 [0.91, 0.96], claimed > 1``."""
-    return f"{f.value:.2f} [{f.lo:.2f}, {f.hi:.2f}], claimed {f.side}"
+    return f"{number(f.value)} [{number(f.lo)}, {number(f.hi)}], claimed {f.side}"
 
 
 def _claims(stored: dict) -> list[tuple[str, str, str, str, Claim]]:
@@ -74,7 +75,7 @@ def evidence_rows(stored: dict) -> list[dict]:
     for nb, where, _, task, claim in _claims(stored):
         for path, f in _walk(claim):
             rows.append({"where": where, "task": task, "part": " / ".join(path) or "-", "quantity": f.quantity,
-                         "value": round(f.value, 2), "95 % interval": f"[{f.lo:.2f}, {f.hi:.2f}]",
+                         "value": number(f.value), "95 % interval": f"[{number(f.lo)}, {number(f.hi)}]",
                          "claimed": f.side, "n": f.n, "verdict": f.verdict})
     return rows
 
@@ -108,9 +109,10 @@ def forest(stored: dict, width: float = 9.0):
                 ax.fill_betweenx([y - 0.4, y + 0.4], *f.band, color="0.85", zorder=0)
             else:
                 ax.plot([f.bound, f.bound], [y - 0.4, y + 0.4], color="k", lw=1.5, zorder=1)
-            lo, hi = (max(f.lo, 1e-3), max(f.hi, 1e-3)) if u == "ratio" else (f.lo, f.hi)
-            ax.plot([lo, hi], [y, y], color=colour, lw=2.5, solid_capstyle="butt", zorder=2)
-            ax.plot([max(f.value, 1e-3) if u == "ratio" else f.value], [y], "o", color=colour, ms=4, zorder=3)
+            shown = (lambda v: min(max(v, RATIO_SHOWN[0]), RATIO_SHOWN[1])) if u == "ratio" else (lambda v: v)
+            ax.plot([shown(f.lo), shown(f.hi)], [y, y], color=colour, lw=2.5, solid_capstyle="butt", zorder=2)
+            beyond = u == "ratio" and f.value > RATIO_SHOWN[1]    # off the axis (∞: a zero denominator): an arrow
+            ax.plot([shown(f.value)], [y], ">" if beyond else "o", color=colour, ms=4, zorder=3)
         ax.set_yticks(range(len(rows)), [label for label, _ in reversed(rows)], fontsize=7)
         ax.set_ylim(-0.8, len(rows) - 0.2)
         if u == "ratio":

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tspd.book.claims.stats import Claim, accuracy_gap, compare, compare_joint, mean_ratio
+from tspd.book.claims.stats import ZERO, Claim, accuracy_gap, compare, compare_joint, mean_ratio
 from tspd.eval.aup import aup
 
 ACCURACY_KEPT = -1.0         # "no more than 1 point lower accuracy" (the paper's Table 1 reading)
@@ -50,7 +50,7 @@ def point_series(result) -> np.ndarray:
 
 
 def _point(x: np.ndarray) -> tuple[float, float]:
-    return float(x[:, 1].sum() / max(x[:, 2].sum(), 1e-12)), 100.0 * float(x[:, 0].mean())
+    return float(x[:, 1].sum() / max(x[:, 2].sum(), ZERO)), 100.0 * float(x[:, 0].mean())
 
 
 def sweep_aups(sweeps: Mapping[str, Sequence[np.ndarray]]) -> dict[str, float]:
@@ -76,7 +76,7 @@ def higher_aup(sweeps: Mapping[str, Sequence], a: str, b: str, **boot):
     def ratio(*xs):
         it = iter(xs)
         got = sweep_aups({m: [next(it) for _ in range(k)] for m, k in zip(names, sizes)})
-        return got[a] / max(got[b], 1e-12)
+        return got[a] / max(got[b], ZERO)
 
     return compare_joint(f"AUP {a} / AUP {b}", [point_series(r) for r in runs], ratio, 1.0, **boot)
 

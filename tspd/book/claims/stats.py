@@ -100,9 +100,19 @@ def accuracy_gap(a, b) -> float:
     return 100.0 * (float(np.mean(a)) - float(np.mean(b)))
 
 
+ZERO = 1e-12      # a ratio's denominator is at least this: a zero one (an AUP of 0) gives a huge value, not an error
+UNBOUNDED = 1e6   # a ratio beyond this had a zero denominator: printed as ∞ (no measured ratio comes near it)
+
+
 def mean_ratio(a, b) -> float:
     """``mean(b) / mean(a)``: with forwards per problem, how many times fewer ``a`` needs than ``b``."""
-    return float(np.mean(b)) / max(float(np.mean(a)), 1e-12)
+    return float(np.mean(b)) / max(float(np.mean(a)), ZERO)
+
+
+def number(x: float) -> str:
+    """A finding's value or interval end as the pages print it: two decimals, or ∞ for a ratio over a zero
+    denominator (AUP against a method whose every point is 0 % accurate)."""
+    return "∞" if x >= UNBOUNDED else f"{x:.2f}"
 
 
 DIGITS = 6   # decimals a finding keeps (its value and interval ends)
