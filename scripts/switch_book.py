@@ -10,9 +10,9 @@
 
 With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.sh NAME``, under
 ``results/staging/NAME/``) also take the place of the old model's: ``results/runs``, ``results/variants`` and
-``results/claims``, the controller table and the cache agreement (every file there is the old book model's; they
-stay in git's history, and the tree keeps its size: tests/test_tree.py). It refuses, naming what is missing,
-while the staging is unfinished.
+``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (every file there
+is the old book model's; they stay in git's history, and the tree keeps its size: tests/test_tree.py). It
+refuses, naming what is missing, while the staging is unfinished.
 
 Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4). Rerunning it with
 the book already on NAME changes nothing. tests/test_notebooks.py checks the result.
@@ -43,6 +43,7 @@ def staged_parts(name: str) -> list[tuple[str, str]]:
     """(staged path, the book's path), relative to the repository, of every record the staging of NAME holds, in
     the order they move (the runs last: the staging keeps the variants inside them). Each record's module names
     its own path."""
+    from tspd.book import pareto
     from tspd.book.claims.store import CLAIMS_DIR
     from tspd.eval.experiments import DEFAULT_RESULTS_DIR
     from tspd.provenance import REPO_ROOT
@@ -54,6 +55,7 @@ def staged_parts(name: str) -> list[tuple[str, str]]:
              (stage / table.name, table), (stage / controller_table.RUNS, table.parent / controller_table.RUNS),
              (stage / agreement.name, agreement), (stage / cache_agreement.samples_path().name,
                                                    cache_agreement.samples_path()),
+             (stage / "runs" / pareto.RECORD.name, pareto.RECORD),   # the page keeps it inside a results_dir
              (stage / DEFAULT_RESULTS_DIR.name, DEFAULT_RESULTS_DIR)]
     return [(str(src), str(dest.relative_to(REPO_ROOT))) for src, dest in pairs]
 

@@ -27,7 +27,7 @@ def test_staged_runs_replace_the_books_and_the_staging_goes(tmp_path):
     fill(tmp_path, {"results/runs/old.json": "", "results/variants/old.pt": "", "results/claims/t01.json": "old",
                     "results/controller_table/old.jsonl": "", "results/embedded_controllers.json": "old",
                     "results/cache_agreement.json": "old", "results/cache_agreement.samples.jsonl": "old",
-                    "results/gpu/H200.json": "kept",
+                    "results/gpu/H200.json": "kept", "results/pareto.json": "old", stage + "runs/pareto.json": "new",
                     stage + "runs/new.json": "", stage + "runs/variants/new.pt": "", stage + "claims/t01.json": "new",
                     stage + "controller_table/new.jsonl": "", stage + "embedded_controllers.json": "new",
                     stage + "cache_agreement.json": "new", stage + "cache_agreement.samples.jsonl": "new"})
@@ -38,7 +38,8 @@ def test_staged_runs_replace_the_books_and_the_staging_goes(tmp_path):
     assert sorted(p.name for p in (res / "variants").iterdir()) == ["new.pt"]
     assert (res / "claims" / "t01.json").read_text() == "new" and (res / "gpu" / "H200.json").read_text() == "kept"
     assert [p.name for p in (res / "controller_table").iterdir()] == ["new.jsonl"]
-    assert all((res / f).read_text() == "new" for f in ("embedded_controllers.json", "cache_agreement.json"))
+    assert all((res / f).read_text() == "new" for f in ("embedded_controllers.json", "cache_agreement.json",
+                                                        "pareto.json"))
 
 
 def test_an_unfinished_staging_moves_nothing(tmp_path):
