@@ -313,7 +313,7 @@ def test_an_aup_against_a_zero_aup_is_infinite_on_the_page_not_a_huge_number(tmp
     assert number(f.value) == "∞" and number(2.345) == "2.35" and number(-3.0) == "-3.00"
     store.report("table01_main_results", {"arith": claims.Claim("c", "Table 1", [f])}, claims_dir=tmp_path)
     stored = store.load_all(tmp_path)
-    assert page.evidence_rows(stored)[0]["value"] == "∞"
+    assert page.evidence_rows(stored)[0]["value"] == "∞" and ": ∞ [∞, ∞] (claimed > 1" in f.text()
     fig = page.forest(stored)
     xs = [x for ax in fig.axes for line in ax.lines if line.get_marker() == ">" for x in line.get_xdata()]
     assert xs == [page.RATIO_SHOWN[1]]

@@ -155,7 +155,8 @@ class Finding:
         return f"{'>' if self.above else '<'} {self.bound:g}"
 
     def text(self) -> str:
-        return f"{self.quantity}: {self.value:.2f} [{self.lo:.2f}, {self.hi:.2f}] (claimed {self.side}; n {self.n})"
+        return (f"{self.quantity}: {number(self.value)} [{number(self.lo)}, {number(self.hi)}] (claimed {self.side}; "
+                f"n {self.n})")
 
     def to_dict(self) -> dict:
         d = {"quantity": self.quantity, "value": self.value, "lo": self.lo, "hi": self.hi, "n": self.n}
