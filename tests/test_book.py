@@ -32,6 +32,19 @@ def test_agreement_counts_common_problems():
     assert book.agreement(ref, other) == {"n": 2, "identical output (%)": 50.0, "identical answer (%)": 100.0}
 
 
+def test_agreement_compares_the_whole_answer_where_the_task_grades_it():
+    """roster's grade reads the whole plan: the same final line with another plan is another answer."""
+    def run(rows) -> RunResult:
+        samples = [dict(zip(("id", "output", "extracted"), r)) for r in rows]
+        return RunResult(RunConfig(model=TEST_MODEL, task="roster", gen_length=64, block_length=32), samples, {},
+                         Path("rows.jsonl"), "cpu")
+
+    day = "On day 1 they will {} and {}.\n#### 1"
+    ref = run([("a", day.format("cook", "wash"), "1"), ("b", day.format("cook", "wash"), "1")])
+    other = run([("a", day.format("cook", "wash") + "  ", "1"), ("b", day.format("wash", "cook"), "1")])
+    assert book.agreement(ref, other) == {"n": 2, "identical output (%)": 0.0, "identical answer (%)": 50.0}
+
+
 def test_a_notebook_reads_its_run_and_study_from_its_parameter_cell():
     from tspd import book
     from tspd.training.variants import Study

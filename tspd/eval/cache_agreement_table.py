@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tspd.eval.cache_agreement import Parting, as_dict, first_parting, summarise
 from tspd.eval.results import wilson
+from tspd.eval.tasks.generated import whole_answer_key
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.records import cache_agreement as record
 
@@ -27,7 +28,7 @@ def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict
     from tspd.decoding.loop import generate
     run = lambda cache: generate(model, [task.prompt(problem)], policy=policy, policy_kwargs=kwargs,  # noqa: E731
                                  cache=cache, record_trace=True)
-    answer = getattr(task, "answer_key", task.extract_answer)   # what "the same answer" compares
+    answer = whole_answer_key(task) or task.extract_answer      # what "the same answer" compares
     ref = run("none")
     ref_pred = answer(ref.texts[0])
     rows = []

@@ -10,6 +10,7 @@ checkpoint names its task's module in ``config.json``. ``drill`` has only what a
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Callable
 
 from tspd.eval.tasks import arith, chain, drill, roster
 
@@ -34,3 +35,11 @@ def trained_task(model) -> ModuleType:
         raise ValueError(f"{model} names no generated task in its config.json (tspd_task): it was not trained "
                          "by `python -m tspd train-lm`")
     return generated_task(name)
+
+
+def whole_answer_key(task: str | ModuleType) -> Callable[[str | None], str] | None:
+    """What "the same answer" compares for ``task`` (a name or a module) where its grade reads the whole answer:
+    its ``answer_key`` (roster: the plan, spaces normalised); None where the extracted final answer is what the
+    grade reads (arith, chain, the benchmarks)."""
+    module = task if isinstance(task, ModuleType) else GENERATED.get(str(task).rsplit(".", 1)[-1])
+    return getattr(module, "answer_key", None)
