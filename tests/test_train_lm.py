@@ -185,6 +185,7 @@ def test_wilson_interval():
     assert 0.88 < lo < 0.95 < hi < 0.98
     assert wilson(0, 50)[0] == 0.0 and 0 < wilson(0, 50)[1] < 0.1
     assert wilson(50, 50)[1] == pytest.approx(1.0) and wilson(50, 50)[0] > 0.9
+    assert wilson(500, 500)[1] == 1.0 and wilson(0, 500)[0] == 0.0   # exact: a bar's end is never past its point
 
 
 def test_resume_continues_the_same_run(tmp_path):

@@ -73,7 +73,7 @@ def regime_figure(record: dict):
     for ax, (title, keys) in zip(axes, groups):
         ts = [t for t in found if t["target"] in keys]
         for i, t in enumerate(ts):
-            ax.errorbar(i, t["value"], yerr=[[t["value"] - t["lo"]], [t["hi"] - t["value"]]], fmt="o",
+            ax.errorbar(i, t["value"], yerr=[[max(t["value"] - t["lo"], 0)], [max(t["hi"] - t["value"], 0)]], fmt="o",
                         color="tab:green" if t["met"] else "tab:red", capsize=3)
             if t["anchor"] is not None:
                 ax.plot(i, t["anchor"][0], "D", color="k", ms=6, label="LLaDA-8B (theirs)" if i == 0 else None)
@@ -121,7 +121,7 @@ def parallel_figure(records: dict[str, dict]):
     block's length); stars: Fast-dLLM at threshold 0.9, placed at its tokens per forward."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4))
     for (label, record), color in zip(records.items(), ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
         rows = parallel_rows(record)
         fixed = [r for r in rows if r["fixed"]]
@@ -140,7 +140,7 @@ def parallel_figure(records: dict[str, dict]):
     ax.set_xlabel("tokens per step (stars: Fast-dLLM 0.9 at its tokens per forward)")
     ax.set_ylabel("accuracy, %")
     ax.set_ylim(-3, 103)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))   # beside: no curve under it
     ax.set_title("What committing several tokens per step costs", fontsize=10)
     fig.tight_layout()
     return fig

@@ -210,4 +210,5 @@ def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
         return 0.0, 1.0
     p = correct / n
     mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
+    lo, hi = (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
+    return (0.0 if correct == 0 else lo), (1.0 if correct == n else hi)   # exact where rounding would miss 0 or 1
