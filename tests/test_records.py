@@ -178,3 +178,20 @@ def test_the_goals_judge_the_faster_full_forward_against_the_cards_goals():
     assert not got["dual-cache step (ms)"]["met"] and got["controller + CE, % of a forward"]["met"] is None
     assert "at most 28" in bench_step.goal_rows(dict(result, device="NVIDIA H100"))[1]["goal"]
     assert bench_step.goal_rows(dict(result, shape="tiny")) == []
+
+
+def test_a_checkpoints_probes_come_from_its_final_evaluation_else_its_curves_last_point(tmp_path):
+    """train_lm_probes.final: probes.json where train-lm wrote one; a run without a final evaluation (tiny-roster's)
+    shows its learning curve's last point, and the probe table counts problems as whole numbers."""
+    from tspd.training.lm.record import probe_table
+    (tmp_path / "eval_log.csv").write_text("step,n,probe_chore,probe_pair,probe_day,one_pass_lines\n"
+                                           "10,64,0.5,0.25,1.0,0.0\n20,64,1.0,0.5,1.0,0.125\n")
+    probed, source = train_lm_probes.final(tmp_path)
+    assert source == tmp_path / "eval_log.csv" and probed["step"] == 20 and probed["probe_pair"] == 0.5
+    table = "\n".join(probe_table(probed, "roster"))
+    assert "On the first 64 test problems" in table and "| two chores of a line masked | 50% |" in table
+    train_lm_probes.save(tmp_path, {"n": 8, "cf_n": 3})
+    assert train_lm_probes.final(tmp_path) == ({"n": 8, "cf_n": 3}, tmp_path / "probes.json")
+    assert probe_table({}, "roster") == ["No probes are recorded for this checkpoint."]
+    (tmp_path / "bare").mkdir()
+    assert train_lm_probes.final(tmp_path / "bare") == ({}, None)

@@ -1,5 +1,7 @@
 """A checkpoint's probes: ``python -m tspd train-lm`` writes ``<checkpoint>/probes.json`` (the probes of its
-final evaluation's problems: what it copies, reads and computes, :mod:`tspd.training.probes`)."""
+final evaluation's problems: what it copies, reads and computes, :mod:`tspd.training.probes`), and each
+evaluation's probes as a point of its learning curve (``eval_log.csv``): a run without a final evaluation
+(``--final-eval-n 0``, as tiny-roster's) has only those."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +10,7 @@ from tspd.models.loading import resolve_path
 from tspd.records.files import read_json, write_json
 
 FILENAME = "probes.json"
+CURVE = "eval_log.csv"
 
 
 def save(out: str | Path, probed: dict) -> Path:
@@ -18,3 +21,19 @@ def load(model: str | Path | None) -> dict:
     """The probes of a checkpoint (a zoo name or a directory); {} where it has none."""
     path = Path(resolve_path(model)) / FILENAME
     return read_json(path) if path.is_file() else {}
+
+
+def curve_point(model: str | Path | None) -> tuple[dict, Path | None]:
+    """The probes at a checkpoint's last learning-curve point (its columns as ``read_log`` gives them, ``n`` the
+    problems evaluated) and the file; ({}, None) where it has no curve."""
+    from tspd.training.lm.record import read_log
+    path = Path(resolve_path(model)) / CURVE
+    rows = read_log(path) if path.is_file() else []
+    return (rows[-1], path) if rows else ({}, None)
+
+
+def final(model: str | Path | None) -> tuple[dict, Path | None]:
+    """A checkpoint's own probes: ``probes.json`` where its final evaluation wrote one, else its last curve point
+    (:func:`curve_point`); and the file they come from."""
+    path = Path(resolve_path(model)) / FILENAME
+    return (read_json(path), path) if path.is_file() else curve_point(model)

@@ -91,15 +91,17 @@ def _pct(x) -> str:
 def probe_table(probed: dict, task: str = "arith") -> list[str]:
     """Markdown: the final record's teacher-forced probes and the counterfactual, with the rest of the
     answer visible and with everything after the span masked (roster: its own probes)."""
+    if not probed:
+        return ["No probes are recorded for this checkpoint."]
     if task == "roster":
         head = ["## Teacher-forced probes (`tspd.training.roster_probes`: the reference plan in the window, a "
-                "few tokens masked, one forward)", "", f"On the first {probed['n']} test problems, every day line.", ""]
+                "few tokens masked, one forward)", "", f"On the first {int(probed['n'])} test problems, every day line.", ""]
         return head + markdown.table(["probe", "right"], [[name, _pct(probed.get(k))] for k, name in ROSTER_PROBES.items()]) \
             + [""]
     names = {"operand_question": "question numbers", "operand_result": "earlier results", "result*": "products",
              "result+": "sums", "result-": "differences", "result/": "quotients", "final": "final line"}
     rows = ["## Teacher-forced probes (`tspd.training.probes`: the reference solution in the window, one span masked)",
-            "", f"On the first {probed['n']} test problems; the counterfactual on the {probed['cf_n']} of them whose "
+            "", f"On the first {int(probed['n'])} test problems; the counterfactual on the {int(probed['cf_n'])} of them whose "
             "first result is copied by a later line (that result altered, the copy masked: does the model write "
             "the altered value, or recompute the true one?).", ""]
     cells = [[name, _pct(probed.get(probes.ROLE_COLUMNS[role])), _pct(probed.get(probes.NEXT_COLUMNS[role]))]
