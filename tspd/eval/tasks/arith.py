@@ -39,7 +39,7 @@ from tspd.eval.tasks.splits import Splits
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
 GEN_LENGTH, BLOCK_LENGTH = 64, 32             # the window the task is sized for (written into checkpoints)
-SUMMARY = "short arithmetic word problems"  # what the task is, in the book's prose
+SUMMARY = "synthetic GSM8K-style word problems"  # what the task is, in the book's prose
 MAX_QUESTION_CHARS = 72                       # short prompts: sequence cost is prompt + window
 MIN_ANSWER_CHARS = BLOCK_LENGTH + 1           # every answer reaches the second block
 MAX_ANSWER_CHARS = GEN_LENGTH - 4             # and leaves >= 4 EOS in the window

@@ -34,7 +34,7 @@ from tspd.eval.tasks.splits import Splits
 _LINE = arith._LINE                           # the line parser the probes use
 SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
 GEN_LENGTH, BLOCK_LENGTH = 256, 32            # the paper's window and block (Table 1)
-SUMMARY = "long arithmetic word problems"  # what the task is, in the book's prose
+SUMMARY = "long synthetic GSM8K-style word problems"  # what the task is, in the book's prose
 MIN_LINES, MAX_LINES = 5, 10                  # solution steps (GSM8K: 2-8)
 
 _NAMES = arith._NAMES

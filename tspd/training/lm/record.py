@@ -12,6 +12,7 @@ import torch
 
 from tspd import markdown
 from tspd.eval.results import wilson
+from tspd.eval.tasks.generated import generated_task
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
 from tspd.training import probes
@@ -126,8 +127,8 @@ def write_training_md(out: Path, info: dict) -> None:
     task = info.get("task", "arith")
     lines = [f"# {'tiny-arith' if task == 'arith' else out.name}: training record", "",
              f"Embedded masked diffusion LM ({LAYOUTS[info.get('arch', 'llada')]}) trained with "
-             f"{OBJECTIVES[info.get('objective', 'diffusion')]} on `tspd.eval.tasks.{task}` (synthetic GSM8K-style "
-             "problems). Written by `python -m tspd train-lm`.", "",
+             f"{OBJECTIVES[info.get('objective', 'diffusion')]} on `tspd.eval.tasks.{task}` "
+             f"({generated_task(task).SUMMARY}). Written by `python -m tspd train-lm`.", "",
              f"- status: {info['status']}",
              f"- command: `{info['command']}`",
              f"- git revision: {info['git']}",
