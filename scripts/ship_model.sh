@@ -10,6 +10,10 @@
 #   bash scripts/ship_model.sh RUN_DIR [THREADS]                   all stages, as the book's model
 #   ZOO=tiny-chain bash scripts/ship_model.sh RUN_DIR [THREADS]    as tspd/zoo/tiny-chain
 #   STAGES="tables" bash scripts/ship_model.sh RUN_DIR             only some (copy controllers notebooks tables)
+#   READ_BACK=1 STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR
+#                                        the book's runs already measured on NAME (scripts/stage_book.sh, moved
+#                                        in by scripts/switch_book.py --staged): nothing is set aside, the
+#                                        notebooks and tables read them back and measure only what is missing
 #
 #   copy         RUN_DIR's checkpoint, tokenizer, TRAINING.md, curves and sweep -> tspd/zoo/NAME/ (the curves,
 #                TRAINING.md, sweep and probes also -> results/training/<RUN_DIR's name>/, the resumable state
@@ -36,6 +40,7 @@
 #      `out_dir`, `tasks` and `trace_source`; the regime page's `compare` keeps the old model beside it);
 #      tests/test_notebooks.py checks that they name DEFAULT_MODEL and its task
 #   4. the book's stages on it:          STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR [THREADS]
+#      (after `switch_book.py NAME --staged`: READ_BACK=1, or the staged runs are set aside and measured again)
 #   5. the README's pastes and status section as above, the pages' prose that describes arith, then the tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,20 +94,24 @@ for stage in $stages; do
       bash scripts/train_controllers.sh 200 "$threads" "$name"
       ;;
     notebooks)
-      for d in results/runs results/variants; do
-        [ -d "$d" ] && mv "$d" "$d.before-$stamp"
-      done
+      if [ -z "${READ_BACK:-}" ]; then
+        for d in results/runs results/variants; do
+          [ -d "$d" ] && mv "$d" "$d.before-$stamp"
+        done
+      fi
       bash scripts/execute_notebooks.sh
       ;;
     tables)
       # (results/embedded_controllers.samples.jsonl: the table's per-problem rows before they moved to
       # results/controller_table/; set aside like the rest)
-      for f in results/embedded_controllers results/cache_agreement; do
-        for ext in json samples.jsonl; do
-          [ -f "$f.$ext" ] && mv "$f.$ext" "$f.before-$stamp.$ext"
+      if [ -z "${READ_BACK:-}" ]; then
+        for f in results/embedded_controllers results/cache_agreement; do
+          for ext in json samples.jsonl; do
+            [ -f "$f.$ext" ] && mv "$f.$ext" "$f.before-$stamp.$ext"
+          done
         done
-      done
-      [ -d results/controller_table ] && mv results/controller_table "results/controller_table.before-$stamp"
+        [ -d results/controller_table ] && mv results/controller_table "results/controller_table.before-$stamp"
+      fi
       .venv/bin/python -m tspd controller-table --model "$name" --n 500 --threads "$threads"
       .venv/bin/python -m tspd cache-agreement --model "$name" --n 500 --threads "$threads"
       # the README's lm-eval example and every number the README and the book's prose state (tspd.book.prose)

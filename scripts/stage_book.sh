@@ -19,7 +19,8 @@
 # rows keep wall times. A batch that shared the cores with other work is found and dropped by
 # `.venv/bin/python scripts/redo_disturbed.py results/staging/NAME/runs` (rerun this script afterwards). When the
 # book switches to NAME, `.venv/bin/python scripts/switch_book.py NAME --staged` moves them in place of the old
-# model's (it refuses while a part is missing), then STAGES="notebooks tables" of ship_model.sh read them back.
+# model's (it refuses while a part is missing), then READ_BACK=1 STAGES="notebooks tables" bash scripts/ship_model.sh
+# RUN_DIR reads them back (without READ_BACK it sets them aside and measures everything again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: bash scripts/stage_book.sh NAME [THREADS] [PART ...]}

@@ -14,7 +14,8 @@ With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.
 is the old book model's; they stay in git's history, and the tree keeps its size: tests/test_tree.py). It
 refuses, naming what is missing, while the staging is unfinished.
 
-Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4). Rerunning it with
+Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4; after ``--staged`` with
+``READ_BACK=1``, so that they read the staged runs back). Rerunning it with
 the book already on NAME changes nothing. tests/test_notebooks.py checks the result.
 """
 from __future__ import annotations
@@ -109,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
             print(f"{path.relative_to(ROOT)}: parameters switched to {new}")
     print(f"DEFAULT_MODEL: {old} -> {new}")
+    if args.staged:   # the staged runs are in place: the book's stages must read them back, not set them aside
+        print('next: READ_BACK=1 STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR [THREADS]')
     return 0
 
 
