@@ -164,6 +164,7 @@ def test_run_claims_on_synthetic_runs():
     assert c.verdict == claims.HOLDS
     aup = c.parts[-1].parts[0]                       # TPF 2 x 100 % against TPF 1 x 100 %
     assert aup.quantity == "AUP Ours / AUP F-dLLM" and aup.value == pytest.approx(2.0) and aup.verdict == claims.HOLDS
+    assert {p.where for p in rc.main_results(runs, rivals=[("F-dLLM", "Ours")], where="Table 2").parts[1:]} == {"Table 2"}
     runs["Ours"] = _Run("o", [0] * 10 + [1] * (n - 10), [16] * n, [0.5] * n)   # 17 points below vanilla
     assert rc.main_results(runs, rivals=[("F-dLLM", "Ours")]).verdict == claims.FAILS
     assert rc.ce_speeds_up({"A": runs["F-dLLM"], "A & CE": runs["Vanilla"]}, ["A"]).verdict == claims.FAILS
@@ -185,6 +186,9 @@ def test_stored_verdicts_round_trip(tmp_path, capsys):
     rows = store.page_rows(stored)
     assert len(rows) == len(store.NOTEBOOKS) and store.tally(rows)["not measured"] == len(store.NOTEBOOKS) - 1
     assert [r["verdict"] for r in rows if r["notebook"] == "table07_feature_ablation"] == [claims.OPEN]
+    store.report("table02_other_backbones", {}, claims_dir=tmp_path)       # nothing of its kind measured
+    assert capsys.readouterr().out.endswith("nothing judged: no run of the kind this claim is about (the page: not measured)\n")
+    assert store.tally(store.page_rows(store.load_all(tmp_path)))["not measured"] == len(store.NOTEBOOKS) - 1
     with pytest.raises(ValueError, match="unknown claim notebook"):
         store.report("table99", {"arith": c}, claims_dir=tmp_path)
 

@@ -154,9 +154,11 @@ def claims_summary() -> str:
     tally = claims.tally(claims.page_rows(stored))
     rows = verdict_rows(stored)
     ns = sorted({r["n"] for r in rows if r["n"] is not None})
+    unmeasured = [r["where"] for r in rows if r["verdict"] == "not measured"]
     head = (f"Claims of the paper checked on the embedded model: {tally[claims.HOLDS]} holds, "
-            f"{tally[claims.FAILS]} do not hold, {tally[claims.OPEN]} inconclusive ({len(rows)} claims; "
-            f"n = {', '.join(map(str, ns))} problems or prompts; 95 % bootstrap intervals).")
+            f"{tally[claims.FAILS]} do not hold, {tally[claims.OPEN]} inconclusive ({len(rows)} claims"
+            + (f", {' and '.join(unmeasured)} not measured" if unmeasured else "")
+            + f"; n = {', '.join(map(str, ns))} problems or prompts; 95 % bootstrap intervals).")
     out = [head]
     for verdict, title in ((claims.HOLDS, "Holds"), (claims.FAILS, "Does not hold"), (claims.OPEN, "Inconclusive")):
         got = [r for r in rows if r["verdict"] == verdict]

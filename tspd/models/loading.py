@@ -169,6 +169,11 @@ class Checkpoint:
         return cls(path, cfg_cls.from_dict(raw), model_cls, data)
 
     @property
+    def backbone(self) -> str:
+        """``llada``, ``dream`` or ``llada-moe`` (``train-lm --arch``'s names): which of the paper's backbones."""
+        return {LLaDAModelLM: "llada", DreamModelLM: "dream", LLaDAMoEModelLM: "llada-moe"}[self.model_class]
+
+    @property
     def trained_on(self) -> str | None:
         """The fingerprint of the task version a ``train-lm`` checkpoint was trained on (None for others)."""
         return task_spec(self).get("fingerprint")
