@@ -285,6 +285,9 @@ def test_a_checkpoint_names_its_backbone_as_train_lm_does(dream_dir, moe_dir):
     """Checkpoint.backbone: what Table 2's verdict cell judges by (every model but LLaDA's)."""
     from tspd.models.loading import Checkpoint
     assert [Checkpoint.open(p).backbone for p in ("tiny-arith", dream_dir, moe_dir)] == ["llada", "dream", "llada-moe"]
+    from tspd.book import paper_model     # Table 2's rows: a downloaded Dream / MoE directory is the paper's model
+    assert [paper_model(m) for m in ("tiny-arith", str(dream_dir), str(moe_dir))] == ["tiny-arith", "Dream-7B",
+                                                                                    "LLaDA-MoE"]
 
 
 @pytest.mark.parametrize("kind", ["dream", "moe"])

@@ -12,11 +12,11 @@
 - :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the README's controller table
 """
 from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
-                                method_config, paper_rows, pareto_front, progress_bar, provenance, results_dir,
+                                method_config, paper_model, paper_rows, pareto_front, progress_bar, provenance, results_dir,
                                 row_label, rows, setup, variants_dir)
 from tspd.book.figures import paper_vs_ours
 from tspd.book.record import model_note
 
-__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
+__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_model", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
            "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
            "pareto_front", "model_note", "paper_vs_ours"]

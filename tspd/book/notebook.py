@@ -71,6 +71,19 @@ def agreement(reference: RunResult, run: RunResult) -> dict:
             "identical answer (%)": share(lambda a, b: answer(a) == answer(b))}
 
 
+PAPER_BACKBONES = {"dream": "Dream-7B", "llada-moe": "LLaDA-MoE"}   # Table 2's rows, by Checkpoint.backbone
+
+
+def paper_model(model: str) -> str:
+    """The paper's name for ``model`` in Table 2's rows (a Dream or LLaDA-MoE checkpoint directory: its rows are
+    matched with the paper's), else its own name: a LLaDA model, and every embedded model (``tspd/zoo``), whose
+    rows stand below the paper's as ours alone."""
+    from tspd.models.loading import ZOO, Checkpoint
+    checkpoint = Checkpoint.open(model)
+    embedded = checkpoint.path.parent == ZOO
+    return Path(model).name if embedded else PAPER_BACKBONES.get(checkpoint.backbone, Path(model).name)
+
+
 def paper_rows(table_id: str, **where) -> list[dict]:
     """The paper's rows of a table with " †" appended to the method of rows without KV cache."""
     from tspd.book.reported import paper_table
@@ -216,6 +229,6 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
-__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
+__all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_model", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
            "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
            "pareto_front"]
