@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from tspd.bench import (Timer, add_shape_arguments, build_model, filled_runner, floor_seconds, forward_cost, peak_rates,
                         run_command)
 from tspd.models.fused import fuse_projections
-from tspd.models.pointwise import use_compiled
+from tspd.models.pointwise import compiles_here, use_compiled
 from tspd.provenance import device_name, git_revision
 from tspd.validate import UsageError, check_device
 
@@ -51,8 +51,9 @@ def kernel_kind(name: str) -> str:
 def add_arguments(p) -> None:
     p.add_argument("--batch", type=int, default=1, help="batch size")
     add_shape_arguments(p)
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"cumulative levers to time, a prefix of {','.join(VARIANTS)}")
+    p.add_argument("--variants", default=None,
+                   help=f"cumulative levers to time, a prefix of {','.join(VARIANTS)} (default: all four on a CUDA "
+                        "GPU with Triton, eager,fused elsewhere: the loop compiles and captures only there)")
     p.add_argument("--out", default=None, help="write the results JSON here; {device} becomes the device name")
 
 
@@ -138,7 +139,8 @@ def step_calls(model, variant: str, ids: torch.Tensor, pos: torch.Tensor, prompt
 def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     device = check_device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
-    variants = [v for v in args.variants.split(",") if v]
+    chosen = args.variants if args.variants is not None else ",".join(VARIANTS if compiles_here(device) else VARIANTS[:2])
+    variants = [v for v in chosen.split(",") if v]
     if variants != list(VARIANTS[:len(variants)]):
         raise UsageError(f"--variants takes a prefix of {','.join(VARIANTS)} (each adds a lever), got {args.variants}")
     timer = Timer(device, args.repeats, args.warmup)
