@@ -14,6 +14,7 @@ from tspd.models.loading import ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.records import (bench_forward, bench_loop, bench_step, cache_agreement, controller_table, fresh_clone, lmeval_example,
                           regime, train_lm_evals, train_lm_probes)
+from tspd.models.loading import DEFAULT_MODEL
 from tspd.records.files import write_json
 
 REGISTRY = REPO_ROOT / "tspd" / "records" / "__init__.py"   # names every literal (the test's list)
@@ -74,7 +75,7 @@ def test_the_cache_agreement(tmp_path):
 def test_the_lmeval_example(tmp_path):
     rec = lmeval_example.load()
     assert set(rec.runs) == {"lm_eval", "tspd.lmeval", "tspd eval"} and rec.limit == 50
-    assert rec.model == "tiny-arith-256" and all(r.seconds > 0 for r in rec.runs.values())
+    assert rec.model == DEFAULT_MODEL and all(r.seconds > 0 for r in rec.runs.values())   # the book's model's
     same_bytes(lmeval_example.PATH, lambda: lmeval_example.save(rec, tmp_path / "l.json"))
 
 
