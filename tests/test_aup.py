@@ -75,6 +75,8 @@ def test_pareto_record_is_recomputed_from_the_stored_sweep_rows():
         pytest.fail("results/pareto.json is missing: execute notebooks/pareto.ipynb")
     record = json.loads(pareto.RECORD.read_text())
     assert record["alpha"] == A.ALPHA and record["drop"] == A.DROP
+    from tspd.models.loading import DEFAULT_MODEL
+    assert record["model"] == DEFAULT_MODEL    # the book's model's sweeps (a switch redoes them)
     for task, sweeps in record["tasks"].items():
         fresh = {}
         for name, sweep in sweeps.items():

@@ -59,6 +59,7 @@ def test_the_controller_table(tmp_path):
     table = controller_table.load()
     rows = table.by_setting()
     assert ("vanilla", False, "none") in rows and table.n == 500 and len(rows) == len(table.rows)
+    assert table.model == DEFAULT_MODEL   # the book's model's (a switch redoes it)
     assert controller_table.runs_dir() == REPO_ROOT / "results" / "controller_table"
     same_bytes(controller_table.PATH, lambda: controller_table.save(controller_table.load_dict(), tmp_path / "t.json"))
     assert controller_table.markdown(controller_table.load_dict()).count("\n") == len(table.rows) + 1
@@ -66,7 +67,7 @@ def test_the_controller_table(tmp_path):
 
 def test_the_cache_agreement(tmp_path):
     result = cache_agreement.load()
-    assert result.n == 500 and set(result.by_policy()) == {"vanilla", "fast-dllm"}
+    assert result.n == 500 and set(result.by_policy()) == {"vanilla", "fast-dllm"} and result.model == DEFAULT_MODEL
     samples = cache_agreement.load_samples()
     assert {r["policy"] for r in samples} == set(result.by_policy()) and len(samples) >= sum(r["n"] for r in result.rows)
     same_bytes(cache_agreement.PATH, lambda: cache_agreement.save(cache_agreement.load_dict(), tmp_path / "c.json"))
