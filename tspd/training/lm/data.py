@@ -77,7 +77,8 @@ def encode_answer(tokenizer, answer: str, gen_length: int, clean_chars: int = 0,
 
 def _eos_filled(eos: int, ids: list[int], offsets, gen_length: int, clean_chars: int, scored_chars: int):
     if len(ids) >= gen_length:
-        raise ValueError(f"answer of {len(ids)} tokens does not fit gen_length={gen_length} with an EOS after it")
+        raise ValueError(f"an answer of {len(ids)} tokens does not fit gen_length={gen_length} with an EOS after it: "
+                         f"give --gen-length at least {len(ids) + 1} (the task's own window is its GEN_LENGTH)")
     within = lambda chars: sum(end <= chars for _, end in offsets) if chars else 0   # noqa: E731
     return ids + [eos] * (gen_length - len(ids)), within(clean_chars), within(scored_chars)
 

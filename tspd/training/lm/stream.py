@@ -126,6 +126,8 @@ class BatchStream:
         which = self.index % len(self.queues)
         item = self._get(self.queues[which], self.builders[which])
         self.index += 1
+        if isinstance(item, ValueError):   # the options cannot build a batch (an answer longer than the window): one line
+            raise ValueError(f"building a training batch failed: {item}") from item
         if isinstance(item, BaseException):
             raise RuntimeError("building a training batch failed") from item
         # pinned for an asynchronous copy to the GPU, here: a forked worker must not touch CUDA
