@@ -133,7 +133,7 @@ def _lines(model: str) -> tuple[str, bool]:
 def _roster_probes(model: str) -> tuple[str, str] | None:
     """Roster's line probes (:mod:`tspd.training.roster_probes`) at the checkpoint's last curve point, and the
     file they come from; None for a checkpoint without them."""
-    last, path = train_lm_probes.curve_point(model)
+    last, path = train_lm_probes.last_curve_point(model)
     if last.get("probe_chore") is None or last.get("probe_pair") is None:
         return None
     text = (f"teacher-forced at its last curve point ({int(last['n'])} problems), it fills one masked chore of a "

@@ -2,6 +2,7 @@
 (and appender) of JSON-lines files."""
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -42,6 +43,13 @@ def shown(path: str | Path) -> Path:
     """``path`` relative to the repository where it lies inside it (as pages cite a record)."""
     path = Path(path)
     return path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """Rows of a ``train-lm`` log (``train_log.csv`` / ``eval_log.csv``) as floats (None for an empty cell: a probe
+    with no instance, or a column an older run did not write)."""
+    with open(path, newline="") as f:
+        return [{k: float(v) if v not in ("", None) else None for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def read_jsonl(path: str | Path, *, partial_ok: bool = False, missing_ok: bool = False, error=ValueError,

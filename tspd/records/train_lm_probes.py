@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tspd.models.loading import resolve_path
-from tspd.records.files import read_json, write_json
+from tspd.records.files import read_json, read_log, write_json
 
 FILENAME = "probes.json"
 CURVE = "eval_log.csv"
@@ -23,10 +23,9 @@ def load(model: str | Path | None) -> dict:
     return read_json(path) if path.is_file() else {}
 
 
-def curve_point(model: str | Path | None) -> tuple[dict, Path | None]:
+def last_curve_point(model: str | Path | None) -> tuple[dict, Path | None]:
     """The probes at a checkpoint's last learning-curve point (its columns as ``read_log`` gives them, ``n`` the
     problems evaluated) and the file; ({}, None) where it has no curve."""
-    from tspd.training.lm.record import read_log
     path = Path(resolve_path(model)) / CURVE
     rows = read_log(path) if path.is_file() else []
     return (rows[-1], path) if rows else ({}, None)
@@ -34,6 +33,6 @@ def curve_point(model: str | Path | None) -> tuple[dict, Path | None]:
 
 def final(model: str | Path | None) -> tuple[dict, Path | None]:
     """A checkpoint's own probes: ``probes.json`` where its final evaluation wrote one, else its last curve point
-    (:func:`curve_point`); and the file they come from."""
+    (:func:`last_curve_point`); and the file they come from."""
     path = Path(resolve_path(model)) / FILENAME
-    return (read_json(path), path) if path.is_file() else curve_point(model)
+    return (read_json(path), path) if path.is_file() else last_curve_point(model)

@@ -40,8 +40,9 @@ from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluat
     task_probes
 from tspd.training.lm.arch import RouterBalance, build
 from tspd.training.lm.objective import ar_loss, count_parameters, lr_factor, make_optimizer, sft_loss
-from tspd.training.lm.record import STATE, probe_table, read_log, save_checkpoint, save_state, sweep_table, \
-    upgrade_eval_log, write_training_md
+from tspd.records.files import read_log
+from tspd.training.lm.record import STATE, probe_table, save_checkpoint, save_state, sweep_table, upgrade_eval_log, \
+    write_training_md
 from tspd.training.masking import Masking
 from tspd.training.warm_start import warm_start
 

@@ -208,9 +208,3 @@ def upgrade_eval_log(path: Path) -> None:
         writer.writeheader()
         writer.writerows(rows)
 
-
-def read_log(path: str | Path) -> list[dict]:
-    """Rows of a ``train_log.csv`` / ``eval_log.csv`` as floats (None for an empty cell: a probe with no
-    instance, or a column an older run did not write)."""
-    with open(path, newline="") as f:
-        return [{k: float(v) if v not in ("", None) else None for k, v in row.items()} for row in csv.DictReader(f)]
