@@ -33,7 +33,7 @@ def unit(f: Finding) -> str:
 
 def interval_text(f: Finding) -> str:
     """``0.94 [0.91, 0.96], claimed > 1``."""
-    return f"{number(f.value)} [{number(f.lo)}, {number(f.hi)}], claimed {f.side}"
+    return f"{f.shown}, claimed {f.side}"
 
 
 def _claims(stored: dict) -> list[tuple[str, str, str, str, Claim]]:

@@ -154,9 +154,13 @@ class Finding:
             return f"in [{self.band[0]:g}, {self.band[1]:g}]"
         return f"{'>' if self.above else '<'} {self.bound:g}"
 
+    @property
+    def shown(self) -> str:
+        """Its value and interval as every page prints them: ``0.94 [0.91, 0.96]`` (:func:`number`)."""
+        return f"{number(self.value)} [{number(self.lo)}, {number(self.hi)}]"
+
     def text(self) -> str:
-        return (f"{self.quantity}: {number(self.value)} [{number(self.lo)}, {number(self.hi)}] (claimed {self.side}; "
-                f"n {self.n})")
+        return f"{self.quantity}: {self.shown} (claimed {self.side}; n {self.n})"
 
     def to_dict(self) -> dict:
         d = {"quantity": self.quantity, "value": self.value, "lo": self.lo, "hi": self.hi, "n": self.n}

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from tspd.records.files import write_text_atomic
-from tspd.book.claims.stats import FAILS, HOLDS, OPEN, Claim, number
+from tspd.book.claims.stats import FAILS, HOLDS, OPEN, Claim
 from tspd.provenance import REPO_ROOT
 
 CLAIMS_DIR = REPO_ROOT / "results" / "claims"
@@ -105,8 +105,7 @@ def page_rows(stored: dict[str, dict[str, Claim] | None]) -> list[dict]:
             n = sorted({f.n for f in fs})
             rows.append({"where": where, "claim": text, "task": task, "verdict": claim.verdict,
                          "n": "/".join(map(str, n)),
-                         "evidence": "; ".join(f"[{f.verdict}] {f.quantity} {number(f.value)} [{number(f.lo)}, {number(f.hi)}]"
-                                               for f in fs),
+                         "evidence": "; ".join(f"[{f.verdict}] {f.quantity} {f.shown}" for f in fs),
                          "notebook": nb})
     return rows
 
