@@ -101,3 +101,26 @@ def seeded_net(kind: str, seed: int = 0, **arch):
     from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
     torch.manual_seed(seed)
     return TSPDNet(TSPDConfig(**arch)) if kind == "tspd" else Learn2PDNet()
+
+
+# ------------------------------------------------------------------------------------------------
+# transformers' own classes as references for the Dream and LLaDA-MoE layouts (tests/test_backbones.py,
+# tests/test_train_arch.py); the caller imports transformers and passes the class
+# ------------------------------------------------------------------------------------------------
+def hf_reference(cls, directory: Path, config):
+    model, info = cls.from_pretrained(str(directory), config=config, attn_implementation="eager",
+                                      output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
+    return model.eval().float()
+
+
+@torch.no_grad()
+def bidirectional(ref, ids: torch.Tensor) -> torch.Tensor:
+    """Reference logits with a 4D additive mask of zeros: every query attends to every key."""
+    B, T = ids.shape
+    return ref(ids, attention_mask=torch.zeros(B, 1, T, T)).logits
+
+
+def dream_shift(logits: torch.Tensor) -> torch.Tensor:
+    """Dream's rule (DreamLM/Dream generation_utils.py): row i <- row i-1, row 0 keeps its own."""
+    return torch.cat([logits[:, :1], logits[:, :-1]], dim=1)

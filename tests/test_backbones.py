@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import bidirectional, dream_shift, hf_reference
 
 import tspd
 from tspd.decoding.controllers import REGISTRY
@@ -139,20 +140,6 @@ def moe_checkpoint(directory: Path, seed: int = 0, **over) -> Path:
 # ------------------------------------------------------------------------------------------------
 # transformers references, non-causal
 # ------------------------------------------------------------------------------------------------
-def hf_reference(cls, directory: Path, config):
-    model, info = cls.from_pretrained(str(directory), config=config, attn_implementation="eager",
-                                      output_loading_info=True)
-    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
-    return model.eval().float()
-
-
-@torch.no_grad()
-def bidirectional(ref, ids: torch.Tensor) -> torch.Tensor:
-    """Reference logits with a 4D additive mask of zeros: every query attends to every key."""
-    B, T = ids.shape
-    return ref(ids, attention_mask=torch.zeros(B, 1, T, T)).logits
-
-
 def qwen2_reference(directory: Path, **over):
     c = {**DREAM, **over}
     config = transformers.Qwen2Config(
@@ -193,11 +180,6 @@ def olmoe_reference(directory: Path, **over):
         intermediate_size=c["expert_intermediate_size"], norm_topk_prob=False, attention_bias=c["attention_bias"],
         clip_qkv=None, eos_token_id=EOS, pad_token_id=EOS)
     return hf_reference(transformers.OlmoeForCausalLM, directory, config)
-
-
-def dream_shift(logits: torch.Tensor) -> torch.Tensor:
-    """Dream's rule (DreamLM/Dream generation_utils.py): row i <- row i-1, row 0 keeps its own."""
-    return torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
 
 
 def random_ids(B: int, T: int, seed: int) -> torch.Tensor:

@@ -46,13 +46,15 @@ def model_config(cfg: LMTrainConfig, tokenizer):
                            mlp_hidden_size=cfg.mlp_hidden, vocab_size=len(tokenizer),
                            max_sequence_length=max(1024, 4 * longest), rope_theta=10000.0, extra=extra, **special)
     shape = dict(hidden_size=cfg.d_model, num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads,
+                 num_key_value_heads=cfg.n_heads,   # written out, as the released configs do (no GQA at this size)
                  vocab_size=len(tokenizer), max_position_embeddings=max(1024, 4 * longest), rope_theta=10000.0,
                  extra=extra, **special)
     if cfg.arch == "dream":
         out = DreamConfig(intermediate_size=cfg.mlp_hidden, **shape)
     else:
         out = LLaDAMoEConfig(num_experts=cfg.experts, num_experts_per_tok=cfg.active_experts,
-                             expert_intermediate_size=cfg.mlp_hidden // cfg.active_experts, **shape)
+                             expert_intermediate_size=cfg.mlp_hidden // cfg.active_experts,
+                             qk_layernorm=True, **shape)   # per-head q/k RMSNorm, as LLaDA-MoE-7B's config has
     out.validate()
     return out
 
