@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -124,3 +125,22 @@ def bidirectional(ref, ids: torch.Tensor) -> torch.Tensor:
 def dream_shift(logits: torch.Tensor) -> torch.Tensor:
     """Dream's rule (DreamLM/Dream generation_utils.py): row i <- row i-1, row 0 keeps its own."""
     return torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
+
+
+def layout_reference(directory):
+    """transformers' own class for the directory's layout, configured from its config.json alone, as a
+    downloaded Dream-7B (Qwen2) or LLaDA-MoE (Qwen3-MoE's modules under OLMoE's names) would be."""
+    transformers = pytest.importorskip("transformers")
+    raw = json.loads((Path(directory) / "config.json").read_text())
+    common = {k: raw[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                                  "vocab_size", "rope_theta", "rms_norm_eps", "tie_word_embeddings",
+                                  "max_position_embeddings")}
+    if raw["model_type"] == "Dream":
+        config = transformers.Qwen2Config(intermediate_size=raw["intermediate_size"], **common)
+        return hf_reference(transformers.Qwen2ForCausalLM, directory, config)
+    assert raw["qk_layernorm"] and not raw["moe_layer_freq"]    # per-head q/k norms, every layer sparse
+    config = transformers.Qwen3MoeConfig(
+        head_dim=raw["hidden_size"] // raw["num_attention_heads"], num_experts=raw["num_experts"],
+        num_experts_per_tok=raw["num_experts_per_tok"], moe_intermediate_size=raw["expert_intermediate_size"],
+        decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=False, attention_bias=False, **common)
+    return hf_reference(transformers.Qwen3MoeForCausalLM, directory, config)
