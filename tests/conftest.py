@@ -138,9 +138,22 @@ def layout_reference(directory):
     if raw["model_type"] == "Dream":
         config = transformers.Qwen2Config(intermediate_size=raw["intermediate_size"], **common)
         return hf_reference(transformers.Qwen2ForCausalLM, directory, config)
-    assert raw["qk_layernorm"] and not raw["moe_layer_freq"]    # per-head q/k norms, every layer sparse
+    if not hasattr(transformers, "Qwen3MoeForCausalLM"):
+        pytest.skip("this transformers has no Qwen3MoeForCausalLM")
+    assert raw["qk_layernorm"] and not raw["attention_bias"]    # Qwen3-MoE's attention: per-head q/k norms, no bias
+    dense = [i for i, f in enumerate(raw["moe_layer_freq"]) if f == 0]      # [] (train-lm's): every layer sparse
+    if dense:
+        common["intermediate_size"] = raw["dense_intermediate_size"]
     config = transformers.Qwen3MoeConfig(
         head_dim=raw["hidden_size"] // raw["num_attention_heads"], num_experts=raw["num_experts"],
         num_experts_per_tok=raw["num_experts_per_tok"], moe_intermediate_size=raw["expert_intermediate_size"],
-        decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=False, attention_bias=False, **common)
+        decoder_sparse_step=1, mlp_only_layers=dense, norm_topk_prob=False, attention_bias=False, **common)
     return hf_reference(transformers.Qwen3MoeForCausalLM, directory, config)
+
+
+def layout_logits(directory, ids: torch.Tensor) -> torch.Tensor:
+    """The logits the loop's model of ``directory`` must give on ``ids``: its layout reference's, run
+    bidirectionally, Dream's shifted by one position."""
+    full = bidirectional(layout_reference(directory), ids)
+    raw = json.loads((Path(directory) / "config.json").read_text())
+    return dream_shift(full) if raw["model_type"] == "Dream" else full

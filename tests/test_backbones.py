@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import bidirectional, dream_shift, hf_reference
+from conftest import bidirectional, dream_shift, hf_reference, layout_reference
 
 import tspd
 from tspd.decoding.controllers import REGISTRY
@@ -140,35 +140,6 @@ def moe_checkpoint(directory: Path, seed: int = 0, **over) -> Path:
 # ------------------------------------------------------------------------------------------------
 # transformers references, non-causal
 # ------------------------------------------------------------------------------------------------
-def qwen2_reference(directory: Path, **over):
-    c = {**DREAM, **over}
-    config = transformers.Qwen2Config(
-        hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
-        num_hidden_layers=c["num_hidden_layers"],
-        num_attention_heads=c["num_attention_heads"], num_key_value_heads=c["num_key_value_heads"], vocab_size=V,
-        rope_theta=c["rope_theta"], rms_norm_eps=c["rms_norm_eps"], tie_word_embeddings=c["tie_word_embeddings"],
-        max_position_embeddings=c["max_position_embeddings"], eos_token_id=EOS, pad_token_id=EOS, bos_token_id=BOS)
-    return hf_reference(transformers.Qwen2ForCausalLM, directory, config)
-
-
-def qwen3_moe_reference(directory: Path):
-    if not hasattr(transformers, "Qwen3MoeForCausalLM"):
-        pytest.skip("this transformers has no Qwen3MoeForCausalLM")
-    c = MOE
-    config = transformers.Qwen3MoeConfig(
-        hidden_size=c["hidden_size"], num_hidden_layers=c["num_hidden_layers"],
-        num_attention_heads=c["num_attention_heads"],
-        num_key_value_heads=c["num_key_value_heads"], head_dim=c["hidden_size"] // c["num_attention_heads"],
-        vocab_size=V,
-        rope_theta=c["rope_theta"], rms_norm_eps=c["rms_norm_eps"], tie_word_embeddings=False,
-        max_position_embeddings=c["max_position_embeddings"], num_experts=c["num_experts"],
-        num_experts_per_tok=c["num_experts_per_tok"], moe_intermediate_size=c["expert_intermediate_size"],
-        intermediate_size=c["dense_intermediate_size"], decoder_sparse_step=1,
-        mlp_only_layers=[i for i, f in enumerate(c["moe_layer_freq"]) if f == 0], norm_topk_prob=False,
-        attention_bias=False, eos_token_id=EOS, pad_token_id=EOS)
-    return hf_reference(transformers.Qwen3MoeForCausalLM, directory, config)
-
-
 def olmoe_reference(directory: Path, **over):
     c = {**MOE, **over}
     config = transformers.OlmoeConfig(
@@ -213,7 +184,7 @@ def test_dream_logits_match_qwen2_run_bidirectionally(tmp_path, tied):
     d = dream_checkpoint(tmp_path, seed=1, tie_word_embeddings=tied)
     model = tspd.load_model(d)
     assert type(model.module).__name__ == "DreamModelLM" and model.special.mask == MASK and model.special.eos == EOS
-    ref = qwen2_reference(d, tie_word_embeddings=tied)
+    ref = layout_reference(d)      # tied or not: its config.json says
     ids = random_ids(2, 12, seed=2)
     full = bidirectional(ref, ids)
     with torch.no_grad():
@@ -226,7 +197,7 @@ def test_llada_moe_logits_match_qwen3_moe_run_bidirectionally(moe_dir):
     model = tspd.load_model(moe_dir)
     assert type(model.module).__name__ == "LLaDAMoEModelLM"
     assert len(set(json.loads((moe_dir / "model.safetensors.index.json").read_text())["weight_map"].values())) == 3
-    ref = qwen3_moe_reference(moe_dir)
+    ref = layout_reference(moe_dir)
     ids = random_ids(2, 12, seed=3)
     full = bidirectional(ref, ids)
     with torch.no_grad():
@@ -356,7 +327,7 @@ def reference_dream_vanilla(ref, prompt: list[int], gen_length: int, block_lengt
 
 def test_dream_vanilla_decoding_matches_reference_loop_with_shift(dream_dir):
     """Fails if the shift is dropped or misplaced anywhere on the path from the model to the commits."""
-    model, ref = tspd.load_model(dream_dir), qwen2_reference(dream_dir)
+    model, ref = tspd.load_model(dream_dir), layout_reference(dream_dir)
     for prompt in ([5, 9, 2, 33, 17], [40, 1, 7]):
         out = generate(model, [prompt], gen_length=16, block_length=8, steps=16, policy="vanilla")
         assert out.token_ids[0].tolist() == reference_dream_vanilla(ref, prompt, 16, 8, 16)
@@ -365,7 +336,7 @@ def test_dream_vanilla_decoding_matches_reference_loop_with_shift(dream_dir):
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
 def test_dream_first_step_candidates_come_from_the_previous_position(dream_dir, cache):
     """Step 0 of a generation is a full forward in every cache mode; candidate i = argmax of output i-1."""
-    model, ref = tspd.load_model(dream_dir), qwen2_reference(dream_dir)
+    model, ref = tspd.load_model(dream_dir), layout_reference(dream_dir)
     batch, gen = PROMPTS, 16
     out = generate(model, batch, gen_length=gen, block_length=8, steps=16, policy="fast-dllm",
                    threshold=0.9, cache=cache, record_trace=True)

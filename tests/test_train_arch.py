@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import bidirectional, dream_shift, layout_reference
+from conftest import layout_logits
 
 from tspd import generate, load_model
 from tspd.eval.tasks import arith
@@ -45,14 +45,13 @@ def test_a_trained_checkpoint_is_its_layouts_own_directory(trained):
 def test_a_trained_checkpoint_gives_the_logits_of_its_layouts_reference(trained):
     """The saved tensors, names and config are those transformers' own classes read (every tensor used, none
     missing), and the loop's model computes their logits (Dream's shifted by one position)."""
-    out, _, model_type = trained
-    model, ref = load_model(str(out)), layout_reference(out)
+    out, _, _ = trained
+    model = load_model(str(out))
     problem = arith.load_split("test", 1)[0]
     ids = torch.tensor([model.tokenizer.encode(arith.prompt(problem)) + [model.special.mask] * 16])
-    full = bidirectional(ref, ids)
     with torch.no_grad():
         ours = model(ids)
-    torch.testing.assert_close(ours, dream_shift(full) if model_type == "Dream" else full, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(ours, layout_logits(out, ids), atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
