@@ -18,7 +18,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from tspd.records.files import append_jsonl, read_jsonl
+from tspd.eval.results import ResultsFile
+from tspd.records.files import append_jsonl
 
 
 def disturbed(rows: list[dict], ratio: float) -> set[str]:
@@ -38,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ratio", type=float, default=1.8)
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
-    for path in sorted(args.runs_dir.glob("*.jsonl")):
-        rows = read_jsonl(path, partial_ok=True)
+    for path in sorted({p.with_name(p.name.removesuffix(".gz"))
+                        for p in [*args.runs_dir.glob("*.jsonl"), *args.runs_dir.glob("*.jsonl.gz")]}):
+        rows = ResultsFile(path).load()   # plain or packed (the controller table's)
         if not rows or "batch_seconds" not in rows[0]:
             continue
         bad = disturbed(rows, args.ratio)
@@ -49,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path.name}: {len(rows) - len(kept)} of {len(rows)} rows in {len(bad)} disturbed batches")
         if args.dry_run:
             continue
+        ResultsFile(path).unpack()   # the harness appends the redone rows to the plain file
         tmp = path.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)
         append_jsonl(tmp, kept)

@@ -88,7 +88,8 @@ def test_tiny_run_writes_its_runs_beside_out_and_resumes(tmp_path, capsys):
     runs = tmp_path / "t" / "controller_table"
     assert [(r["cache"], r["n"]) for r in table["rows"]] == [("none", 1), ("prefix", 1)]
     for r in table["rows"]:
-        assert (runs / f"{r['key']}.jsonl").exists() and (runs / f"{r['key']}.json").exists()
+        assert (runs / f"{r['key']}.jsonl.gz").exists() and (runs / f"{r['key']}.json").exists()   # packed once done
+        assert not (runs / f"{r['key']}.jsonl").exists()
         assert r["controller_pct_of_forward"] > 0 and r["ce_pct_of_forward"] == 0.0 and r["tps"] > 0
     assert table["rows"][1]["same_text_as_no_cache"] in (0.0, 1.0) and table["command"].endswith(str(out))
     assert "computed" in capsys.readouterr().out

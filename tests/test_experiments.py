@@ -295,17 +295,17 @@ def test_profile_times_the_computed_rows_only(registry):
 def test_committed_rows_carry_the_config_id_of_their_job():
     """A golden check over every committed run: the typed job names its rows as the harness always has
     (a different id would make every stored run look foreign and be recomputed)."""
-    from tspd.eval.results import config_id
+    from tspd.eval.results import ResultsFile, config_id
     from tspd.provenance import REPO_ROOT
     checked = 0
     for directory in (REPO_ROOT / "results" / "runs", REPO_ROOT / "results" / "controller_table"):
         for meta_path in sorted(directory.glob("*.json")):
             rows = meta_path.with_suffix(".jsonl")
-            if meta_path.name.endswith(".summary.json") or not rows.exists():
+            if meta_path.name.endswith(".summary.json") or not ResultsFile(rows).exists():
                 continue
             meta = json.loads(meta_path.read_text())
             run = RunConfig.from_dict(meta["config"])
-            first = json.loads(rows.read_text().splitlines()[0])
+            first = ResultsFile(rows).load()[0]
             assert config_id(experiments.EvalJob(run, rows).row_config()) == first["config"], meta_path.name
             checked += 1
     assert checked >= 20

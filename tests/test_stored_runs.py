@@ -16,6 +16,7 @@ import pytest
 from tspd.decoding.names import slug
 from tspd.eval import experiments
 from tspd.eval.experiments import REPO_ROOT, RunConfig
+from tspd.eval.results import ResultsFile
 from tspd.models.loading import ZOO
 
 RUNS = REPO_ROOT / "results" / "runs"
@@ -125,6 +126,10 @@ def test_disturbed_batches_are_found_by_their_time_per_forward(tmp_path):
     path = tmp_path / "k.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "k.summary.json").write_text("{}")
+    packed = tmp_path / "m.jsonl"                      # a packed run (the controller table's) is unpacked to be redone
+    packed.write_text(path.read_text())
+    ResultsFile(packed).pack()
     redo.main([str(tmp_path)])
     kept = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["id"] for r in kept] == ["p0", "p1", "p4", "p5", "p6", "p7"] and not (tmp_path / "k.summary.json").exists()
+    assert packed.read_text() == path.read_text() and not ResultsFile(packed).packed.exists()

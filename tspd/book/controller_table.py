@@ -4,8 +4,9 @@ an embedded model (the README's 500-problem table, :mod:`tspd.records.controller
 Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`: the notebooks' base run
 (``tspd.book.base_run``) with the controller at its own default setting, run through the one evaluation
 harness with phase timing; a row is named by its decoding (``fast-dllm|ce=on|cache=dual``,
-:func:`tspd.decoding.names.slug`). Its runs live in ``controller_table/`` beside ``--out``; a rerun
-reads back what is there and computes only what is missing (resumable). A row gives accuracy with its
+:func:`tspd.decoding.names.slug`). Its runs live in ``controller_table/`` beside ``--out``, each stored packed
+(gzipped, :meth:`tspd.eval.results.ResultsFile.pack`) once done; a rerun reads back what is there and computes
+only what is missing (resumable). A row gives accuracy with its
 Wilson 95 % interval, mean NFE, TPS on this machine (B * L_gen / T_wall, paper Appendix A.1), speedup over
 vanilla, the controller's and CE's time per step as a percentage of one forward (paper Section 5.4), and
 agreement with vanilla's answers and with each cached row's no-cache twin. The 500-problem run takes about
@@ -23,7 +24,7 @@ import torch
 from tspd.book.notebook import base_run
 from tspd.decoding.names import slug
 from tspd.eval import experiments
-from tspd.eval.results import phase_shares, wilson
+from tspd.eval.results import ResultsFile, phase_shares, wilson
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
@@ -153,6 +154,7 @@ def main(args: argparse.Namespace) -> int:
         if res.computed:
             print(f"{slug(*name, sep='|')}: {res.computed} problems computed, {res.reused} read back ({res.key})",
                   flush=True)
+        ResultsFile(res.path).pack()   # a finished row's answers, gzipped: the table's 36 x 500 long texts
         table = table_of(results, args.n, dict(meta, device=devices(results)))
         record.save(table, out)
     print(record.console(table))

@@ -178,7 +178,8 @@ def _stored(path: Path) -> dict[str, dict]:
 
 def _retire(results_dir: Path, key: str) -> None:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for p in _paths(results_dir, key).values():
+    paths = _paths(results_dir, key)
+    for p in [*paths.values(), ResultsFile(paths["rows"]).packed]:
         if p.exists():
             p.rename(p.with_name(p.name.replace(key, f"{key}.stale-{stamp}", 1)))
 
@@ -186,7 +187,7 @@ def _retire(results_dir: Path, key: str) -> None:
 def load_result(config: RunConfig, results_dir: str | Path | None = None, task=None) -> "RunResult | None":
     """The stored result of ``config`` if every requested sample is there; never computes."""
     paths = _paths(Path(results_dir or DEFAULT_RESULTS_DIR), config.key)
-    if not paths["rows"].exists():
+    if not ResultsFile(paths["rows"]).exists():
         return None
     rows = _stored(paths["rows"])
     samples = (task or _task(config.task)).samples(config.limit)

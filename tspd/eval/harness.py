@@ -280,7 +280,7 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
     results = ResultsFile(shard.path(out_path))
     with results.lock():   # one writer per results file: a second process on it stops at once
         existing = results.load()
-        if shard.active and out_path.exists():   # rows merged by an earlier sharded or plain run
+        if shard.active and ResultsFile(out_path).exists():   # rows merged by an earlier sharded or plain run
             existing += [r for r in ResultsFile(out_path).load() if r["id"] not in {e["id"] for e in existing}]
         foreign = next((r for r in existing if r.get("config") != cid), None)
         if foreign is not None:

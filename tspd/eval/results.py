@@ -1,6 +1,7 @@
 """Results of an evaluation: the per-sample rows file, its summary, and throughput.
 
-The rows file is append-only JSON lines that survive a kill at any point (:class:`ResultsFile`); the
+The rows file is append-only JSON lines that survive a kill at any point (:class:`ResultsFile`; a finished
+run's file may be stored packed, gzipped beside its name, as the controller table's are); the
 summary (:func:`summarize`) gives accuracy, NFE and throughput as the paper defines it (Appendix A.1:
 ``tps`` = sum of B * L_gen over batches / their summed wall time, each session's first batch left
 out as its warm-up when others exist) and the field's hardware-free measure of parallelism, TPF
@@ -11,6 +12,7 @@ the controller table and the notebooks read them.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -20,7 +22,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
-from tspd.records.files import append_jsonl, read_jsonl
+from tspd.records.files import append_jsonl, read_jsonl, write_atomic
 
 try:
     import fcntl                        # POSIX: one writer per results file (Windows: no lock is taken)
@@ -52,21 +54,45 @@ def _needs_id(row) -> str | None:
 
 
 class ResultsFile:
-    """Append-only JSONL of per-sample rows that survives being killed at any point."""
+    """Append-only JSONL of per-sample rows that survives being killed at any point.
+
+    A finished run's rows may be stored packed (:meth:`pack`: ``FILE.jsonl.gz`` in place of ``FILE.jsonl``; long
+    answers shrink about 18x); the file reads the same either way, and an append unpacks it first."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.packed = self.path.with_name(self.path.name + ".gz")
+
+    def exists(self) -> bool:
+        return self.path.exists() or self.packed.exists()
 
     def load(self) -> list[dict]:
         """Rows already written. A last line without its newline (cut by a kill) is dropped and the
         file truncated to the last complete line; a corrupt complete line is an error."""
+        source = self.packed if self.packed.exists() and not self.path.exists() else self.path
         rows, seen = [], set()
-        for row in read_jsonl(self.path, partial_ok=True, missing_ok=True, error=ResultsError,
+        for row in read_jsonl(source, partial_ok=True, missing_ok=True, error=ResultsError,
                               bad="corrupt results line ({msg}); fix or delete it", check=_needs_id):
             if row["id"] not in seen:     # a file written twice over (before the lock) counts each id once
                 seen.add(row["id"])
                 rows.append(row)
         return rows
+
+    def pack(self) -> Path:
+        """Store the rows gzipped (byte-stable: no timestamp in the header) and remove the plain file."""
+        if self.path.exists():
+            data = gzip.compress(self.path.read_bytes(), compresslevel=9, mtime=0)
+            write_atomic(self.packed, lambda tmp: tmp.write_bytes(data))
+            self.path.unlink()
+        return self.packed
+
+    def unpack(self) -> Path:
+        """The plain file again (before appending to a packed run)."""
+        if self.packed.exists() and not self.path.exists():
+            data = gzip.decompress(self.packed.read_bytes())
+            write_atomic(self.path, lambda tmp: tmp.write_bytes(data))
+            self.packed.unlink()
+        return self.path
 
     @contextmanager
     def lock(self):
@@ -102,6 +128,7 @@ class ResultsFile:
 
     def append(self, rows: list[dict]) -> None:
         """Write rows as complete lines, then flush and fsync them."""
+        self.unpack()
         append_jsonl(self.path, rows, fsync=True)
 
 
