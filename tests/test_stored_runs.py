@@ -30,11 +30,11 @@ TABLE_PICKS = [("vanilla", False, "none"), ("fast-dllm", True, "dual"), ("tspd",
 
 def _metas(directory=RUNS) -> list[dict]:
     """The sidecars of the embedded-model runs (a model of tspd/zoo) stored in ``directory`` (with their rows
-    file), by key."""
+    file, plain or packed), by key."""
     paths = [p for p in sorted(directory.glob("*.json")) if not p.name.endswith(".summary.json")]
     metas = [json.loads(p.read_text()) for p in paths]
     return [m for m in metas
-            if m["config"].get("model") in EMBEDDED and (directory / f"{m['key']}.jsonl").exists()]
+            if m["config"].get("model") in EMBEDDED and ResultsFile(directory / f"{m['key']}.jsonl").exists()]
 
 
 def picked_runs(k: int = 5) -> list[dict]:
@@ -56,10 +56,7 @@ def mismatches(meta: dict, results_dir, scratch) -> list[str]:
     """Recompute the first ``N`` samples of a stored run in ``scratch``; what differs from the stored rows."""
     config = RunConfig.from_dict({**meta["config"], "limit": N})
     assert config.key == meta["key"], "the run key derivation changed: recompute the committed runs"
-    stored = {}
-    for line in (results_dir / f"{meta['key']}.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        stored[row["id"]] = row
+    stored = {row["id"]: row for row in ResultsFile(results_dir / f"{meta['key']}.jsonl").load()}   # plain or packed
     fresh = experiments.result(config, progress=False, results_dir=scratch)
     out = []
     for row in fresh.samples:
