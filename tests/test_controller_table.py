@@ -79,6 +79,19 @@ def test_summary_from_the_rows(ct):
     assert "fast-dllm" in record.console(table)
 
 
+def test_same_answer_is_the_whole_plan_where_the_task_grades_it(ct):
+    """On roster two plans with the same day count (the extracted "#### 2") are not the same answer: the table
+    compares what the grade reads, as the notebooks do (tspd.eval.tasks.generated.row_answer)."""
+    base = RunConfig(model=TEST_MODEL, limit=2, task="roster")
+    day = "On day {} they will cook and {}.\n"
+    plans = [day.format(1, "wash") + day.format(2, "shop") + "#### 2", day.format(1, "wash") + day.format(2, "wash") + "#### 2"]
+    spaced = plans[0].replace("will cook", "will  cook")             # spaces normalised: the same plan
+    results = {ct.BASELINE: result(base, [plans[0], plans[0]]),
+               ("fast-dllm", False, "none"): result(base.replace(policy="fast-dllm"), [plans[1], spaced])}
+    fast = ct.table_of(results, 2, {"n": 2})["rows"][1]
+    assert fast["same_answer_as_vanilla"] == 0.5 and fast["same_text_as_vanilla"] == 0.0
+
+
 def test_tiny_run_writes_its_runs_beside_out_and_resumes(tmp_path, capsys):
     out = tmp_path / "t" / "table.json"
     argv = ["--model", TEST_MODEL, "--n", "1", "--controllers", "vanilla", "--ce", "off", "--caches", "none,prefix",

@@ -25,6 +25,7 @@ from tspd.book.notebook import base_run
 from tspd.decoding.names import slug
 from tspd.eval import experiments
 from tspd.eval.results import ResultsFile, phase_shares, wilson
+from tspd.eval.tasks.generated import row_answer
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
@@ -63,14 +64,15 @@ def char_agreement(a: str, b: str) -> float:
     return 1.0 if n == 0 else sum(x == y for x, y in zip(a, b)) / n
 
 
-def agreement_with(rows: list[dict], ref: list[dict] | None, name: str) -> dict:
-    """Same text, same extracted answer and character agreement with ``ref``'s rows of the same ids
-    (fields ``same_text_as_<name>``, ...); None where no id is shared."""
+def agreement_with(rows: list[dict], ref: list[dict] | None, name: str, answer=lambda row: row["extracted"]) -> dict:
+    """Same text, same answer (``answer(row)``: :func:`tspd.eval.tasks.generated.row_answer` of the run's task)
+    and character agreement with ``ref``'s rows of the same ids (fields ``same_text_as_<name>``, ...); None
+    where no id is shared."""
     by_id = {r["id"]: r for r in ref or []}
     pairs = [(r, by_id[r["id"]]) for r in rows if r["id"] in by_id]
     mean = lambda f: sum(f(a, b) for a, b in pairs) / len(pairs) if pairs else None  # noqa: E731
     return {f"same_text_as_{name}": mean(lambda a, b: a["output"] == b["output"]),
-            f"same_answer_as_{name}": mean(lambda a, b: a["extracted"] == b["extracted"]),
+            f"same_answer_as_{name}": mean(lambda a, b: answer(a) == answer(b)),
             f"char_agreement_with_{name}": mean(lambda a, b: char_agreement(a["output"], b["output"]))}
 
 
@@ -86,11 +88,12 @@ def table_row(name: tuple, result: experiments.RunResult, n: int, results: dict)
                seconds_per_sample=sum(r["seconds"] for r in got) / len(got),
                controller_pct_of_forward=phases.get("controller_pct_of_forward"),
                ce_pct_of_forward=phases.get("ce_pct_of_forward"), forward_ms=phases.get("forward_ms"))
+    answer = row_answer(result.config.task)   # roster: the whole plan, not its day count
     if BASELINE in results:   # fidelity to vanilla: informative even where accuracy is not (a weak model)
-        row.update(agreement_with(got, results[BASELINE].samples, "vanilla"))
+        row.update(agreement_with(got, results[BASELINE].samples, "vanilla", answer))
     if cache != "none":
         twin = results.get((ctrl, ce, "none"))
-        row.update(agreement_with(got, twin.samples if twin else None, "no_cache"))
+        row.update(agreement_with(got, twin.samples if twin else None, "no_cache", answer))
     return row
 
 

@@ -18,7 +18,7 @@ import torch
 
 from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, result
 from tspd.eval.results import tpf
-from tspd.eval.tasks.generated import whole_answer_key
+from tspd.eval.tasks.generated import row_answer
 from tspd.provenance import device_name
 from tspd.models.loading import window
 
@@ -58,11 +58,10 @@ def agreement(reference: RunResult, run: RunResult) -> dict:
     """How often ``run`` gives what ``reference`` gives, over their common problems (Table 4, Pareto):
     ``n``, ``identical output (%)`` (the same text) and ``identical answer (%)`` (the same answer as the grade
     reads it: the extracted final answer, or the whole answer where the task grades it,
-    :func:`tspd.eval.tasks.generated.whole_answer_key`)."""
+    :func:`tspd.eval.tasks.generated.row_answer`)."""
     by_id = {s["id"]: s for s in run.samples}
     pairs = [(s, by_id[s["id"]]) for s in reference.samples if s["id"] in by_id]
-    key = whole_answer_key(reference.config.task)
-    answer = (lambda s: key(s.get("output"))) if key else (lambda s: s.get("extracted"))
+    answer = row_answer(reference.config.task)
 
     def share(same) -> float:
         return 100.0 * sum(same(a, b) for a, b in pairs) / max(len(pairs), 1)

@@ -43,3 +43,11 @@ def whole_answer_key(task: str | ModuleType) -> Callable[[str | None], str] | No
     grade reads (arith, chain, the benchmarks)."""
     module = task if isinstance(task, ModuleType) else GENERATED.get(str(task).rsplit(".", 1)[-1])
     return getattr(module, "answer_key", None)
+
+
+def row_answer(task: str | ModuleType) -> Callable[[dict], str | None]:
+    """The answer of a stored results row as "the same answer" compares it for ``task``: the whole answer's key
+    of its ``output`` where the grade reads the whole answer (:func:`whole_answer_key`), else its ``extracted``
+    final answer (two roster plans with the same day count are not the same answer)."""
+    key = whole_answer_key(task)
+    return (lambda row: key(row.get("output"))) if key else (lambda row: row.get("extracted"))
