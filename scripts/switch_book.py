@@ -11,8 +11,9 @@
 With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.sh NAME``, under
 ``results/staging/NAME/``) also take the place of the old model's: ``results/runs``, ``results/variants`` and
 ``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (every file there
-is the old book model's; they stay in git's history, and the tree keeps its size: tests/test_tree.py). It
-refuses, naming what is missing, while the staging is unfinished.
+is the old book model's; they stay in git's history, and the tree keeps its size: tests/test_tree.py). The runs
+of a staged controller variant are renamed for the variant's new place (:func:`rekey_runs`), so that the book
+reads them back. It refuses, naming what is missing, while the staging is unfinished.
 
 Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4; after ``--staged`` with
 ``READ_BACK=1``, so that they read the staged runs back). Rerunning it with
@@ -61,6 +62,42 @@ def staged_parts(name: str) -> list[tuple[str, str]]:
     return [(str(src), str(dest.relative_to(REPO_ROOT))) for src, dest in pairs]
 
 
+def rekey_runs(runs: Path, old: str, new: str) -> list[str]:
+    """Name the runs in ``runs`` whose controller weights lay under ``old`` (a ``<repo>/...`` prefix) by where the
+    weights are now, ``new``: a run's key and its rows' config id hash its settings, the weights' path among
+    them, so without this the book would decode again every run of a staged controller variant. The weights
+    files are the same bytes (moved, not retrained), so the rows stay as decoded; a run already stored under
+    the new key is replaced. Returns ``old key -> new key`` for each."""
+    from tspd.eval.job import EvalJob, RunConfig
+    from tspd.eval.results import ResultsFile, config_id, summary_path
+    from tspd.records.files import write_json
+    done = []
+    for sidecar in sorted(runs.glob("*.json")):
+        if sidecar.name.endswith(".summary.json"):
+            continue
+        meta = json.loads(sidecar.read_text())
+        kwargs = meta.get("config", {}).get("policy_kwargs") or {}
+        if not any(isinstance(v, str) and v.startswith(old) for v in kwargs.values()):
+            continue
+        meta["config"]["policy_kwargs"] = {k: new + v[len(old):] if isinstance(v, str) and v.startswith(old) else v
+                                           for k, v in kwargs.items()}
+        config = RunConfig.from_dict(meta["config"])
+        key, rows_path = config.key, runs / f"{meta['key']}.jsonl"
+        out = runs / f"{key}.jsonl"
+        job_config = EvalJob(config, out).row_config()
+        cid = config_id(job_config)
+        rows = [dict(r, config=cid) for r in ResultsFile(rows_path).load()]
+        summary = json.loads(summary_path(rows_path).read_text()) if summary_path(rows_path).exists() else None
+        for f in (out, summary_path(out), out.with_suffix(".json"), rows_path, summary_path(rows_path), sidecar):
+            f.unlink(missing_ok=True)
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        write_json(out.with_suffix(".json"), dict(meta, key=key))
+        if summary is not None:
+            write_json(summary_path(out), dict(summary, config=job_config, config_id=cid, out=str(out)), indent=2)
+        done.append(f"{meta['key']} -> {key}")
+    return done
+
+
 def move_staged(root: Path, name: str) -> list[str]:
     """Move ``results/staging/NAME``'s records in place of the book's (see the module's docstring); returns what
     moved. Raises FileNotFoundError naming what the staging lacks (then nothing moves)."""
@@ -76,7 +113,10 @@ def move_staged(root: Path, name: str) -> list[str]:
             (root / dest).unlink()
         shutil.move(root / src, root / dest)
     shutil.rmtree(root / "results" / "staging" / name)
-    return [f"{src} -> {dest}" for src, dest in parts]
+    (variants_src, variants), *_ = parts
+    runs = parts[-1][1]
+    rekeyed = rekey_runs(root / runs, f"<repo>/{variants_src}/", f"<repo>/{variants}/")
+    return [f"{src} -> {dest}" for src, dest in parts] + [f"{runs}: run {r} (its weights moved)" for r in rekeyed]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ def test_staged_runs_replace_the_books_and_the_staging_goes(tmp_path):
                     "results/controller_table/old.jsonl": "", "results/embedded_controllers.json": "old",
                     "results/cache_agreement.json": "old", "results/cache_agreement.samples.jsonl": "old",
                     "results/gpu/H200.json": "kept", "results/pareto.json": "old", stage + "runs/pareto.json": "new",
-                    stage + "runs/new.json": "", stage + "runs/variants/new.pt": "", stage + "claims/t01.json": "new",
+                    stage + "runs/new.json": "{}", stage + "runs/variants/new.pt": "", stage + "claims/t01.json": "new",
                     stage + "controller_table/new.jsonl": "", stage + "embedded_controllers.json": "new",
                     stage + "cache_agreement.json": "new", stage + "cache_agreement.samples.jsonl": "new"})
     moved = sb.move_staged(tmp_path, "m")
@@ -49,3 +49,31 @@ def test_an_unfinished_staging_moves_nothing(tmp_path):
         switch_book().move_staged(tmp_path, "m")
     assert (tmp_path / "results" / "runs" / "old.json").exists()
     assert (tmp_path / "results" / "staging" / "m" / "runs" / "new.json").exists()
+
+
+def test_runs_of_moved_controller_weights_are_named_by_their_new_path(tmp_path):
+    """A staged variant's runs name its weights by their staged path, which their key and their rows' config
+    id hash: after the move they are renamed as the book would name them, rows kept, so nothing decodes again."""
+    import json
+
+    from conftest import TEST_MODEL
+    from tspd.eval.job import EvalJob, RunConfig
+    from tspd.eval.results import config_id
+    staged, moved = "<repo>/results/staging/m/runs/variants/", "<repo>/results/variants/"
+    run = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": staged + "tspd-1"}, limit=2)
+    plain = RunConfig(model=TEST_MODEL, policy="fast-dllm")
+    want = run.replace(policy_kwargs={"weights": moved + "tspd-1"})
+    for config in (run, plain):
+        rows = [{"id": f"p{i}", "output": "x", "config": config_id(EvalJob(config, "x").row_config())} for i in (0, 1)]
+        fill(tmp_path, {f"{config.key}.json": json.dumps({"key": config.key, "config": config.keyed()}),
+                        f"{config.key}.jsonl": "".join(json.dumps(r) + "\n" for r in rows),
+                        f"{config.key}.summary.json": json.dumps({"n": 2, "out": "old"})})
+    fill(tmp_path, {f"{want.key}.jsonl": "a partial rerun under the new key\n"})
+    assert switch_book().rekey_runs(tmp_path, staged, moved) == [f"{run.key} -> {want.key}"]
+    assert not any(tmp_path.glob(f"{run.key}*")) and (tmp_path / f"{plain.key}.jsonl").exists()   # others untouched
+    meta = json.loads((tmp_path / f"{want.key}.json").read_text())
+    assert meta["key"] == want.key == RunConfig.from_dict(meta["config"]).key
+    rows = [json.loads(line) for line in (tmp_path / f"{want.key}.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["p0", "p1"]
+    assert {r["config"] for r in rows} == {config_id(EvalJob(want, "x").row_config())}
+    assert json.loads((tmp_path / f"{want.key}.summary.json").read_text())["out"].endswith(f"{want.key}.jsonl")
