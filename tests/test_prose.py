@@ -17,7 +17,8 @@ from tspd.records import fresh_clone, lmeval_example
 
 REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
     "README.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "controller-comparisons",
-                  "cache-agreement", "lmeval-numbers", "lmeval-times", "gpu-speed"},
+                  "cache-agreement", "lmeval-numbers", "lmeval-times", "gpu-speed", "regime-summary",
+                  "regime-summary-tiny-arith-256"},
     "book/intro.md": {"model-size", "model-accuracy", "model-lines", "controller-overview"},
 }
 

@@ -437,6 +437,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "model-size": model_size,
     "model-lines": model_lines,
     "regime-summary": regime_summary,
+    "regime-summary-tiny-arith-256": lambda: regime_summary("tiny-arith-256"),   # the Regime page's other model
     "claims-summary": claims_summary,
     "controller-comparisons": controller_comparisons,
     "controller-overview": controller_overview,
