@@ -29,7 +29,7 @@ ZOO = Path(__file__).resolve().parent.parent / "zoo"   # tspd/zoo: the embedded 
 # The book's model: every default of the package that names a model names this one (the notebooks' parameter
 # cells name it too; tests/test_notebooks.py checks that they agree). Switching the book to another embedded
 # model is this line, the notebooks' parameter cells and scripts/ship_model.sh (see its header).
-DEFAULT_MODEL = "tiny-arith-256"
+DEFAULT_MODEL = "tiny-roster"
 
 # config.json "model_type" -> (config class, model class): the one backbone registry. Dream's released
 # config.json says "Dream"; "lladamoe" is the LLaDA-MoE remote code's own model_type.
