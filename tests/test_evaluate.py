@@ -296,27 +296,6 @@ def test_a_file_written_twice_over_counts_each_id_once(monkeypatch, tmp_path):
     assert json.loads(summary_path(out).read_text())["n"] == 3
 
 
-def test_a_packed_run_reads_the_same_and_resumes(monkeypatch, tmp_path):
-    """ResultsFile.pack: the rows gzipped in place of the plain file (the same bytes each time), read back alike;
-    a longer run on it unpacks it and decodes only the new problems."""
-    from tspd.eval.results import ResultsFile
-    calls = install_fake(gsm8k_answers())
-    out = tmp_path / "packed.jsonl"
-    assert run_eval(calls.seam, out, "--limit", "2") == 0
-    rows, results = ResultsFile(out).load(), ResultsFile(out)
-    packed = results.pack()
-    assert packed.name == "packed.jsonl.gz" and not out.exists() and results.exists()
-    assert results.load() == rows and packed.stat().st_size < len(json.dumps(rows))
-    first = packed.read_bytes()
-    results.unpack()
-    assert not packed.exists() and results.pack().read_bytes() == first   # no timestamp: byte-stable
-    n_before = len([c for c in calls if c[0] == "generate"])
-    assert run_eval(calls.seam, out, "--limit", "3") == 0
-    generated = [c for c in calls if c[0] == "generate"][n_before:]
-    assert [len(c[1]) for c in generated] == [1] and not packed.exists()
-    assert [r["id"] for r in read_rows(out)] == [f"gsm8k/test/{i}" for i in range(3)]
-
-
 def test_bad_arguments_are_one_line_errors(monkeypatch, tmp_path, capsys):
     calls = install_fake(gsm8k_answers())
     assert run_eval(calls.seam, tmp_path / "y.jsonl", "--policy-arg", "novalue") == 2

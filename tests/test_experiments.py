@@ -170,6 +170,21 @@ def test_resume_after_partial_file(registry):
     assert res.samples[:2] == stored[:2]
 
 
+def test_a_packed_run_reads_the_same_and_resumes(registry):
+    """ResultsFile.pack (the controller table's finished runs): the rows gzipped in place of the plain file, the
+    same bytes each time; the registry reads it back alike, and a longer run unpacks it, decoding only the rest."""
+    from tspd.eval.results import ResultsFile
+    calls, tmp, fake = registry
+    stored = experiments.result(config(limit=2), results_dir=tmp, progress=False, **fake).samples
+    results = ResultsFile(tmp / f"{config().key}.jsonl")
+    first = results.pack().read_bytes()
+    assert not results.path.exists() and results.unpack() and results.pack().read_bytes() == first   # no timestamp
+    assert experiments.load_result(config(limit=2), results_dir=tmp, task=fake["task"]).samples == stored
+    calls["samples"] = 0
+    res = experiments.result(config(limit=3), results_dir=tmp, progress=False, **fake)
+    assert (res.reused, calls["samples"]) == (2, 1) and not results.packed.exists() and len(results.load()) == 3
+
+
 def test_batches_match_single_samples_and_force_recomputes(registry):
     calls, tmp, fake = registry
     one = experiments.result(config(), results_dir=tmp, progress=False, **fake)
