@@ -24,7 +24,7 @@ t1=$(date +%s)
 bash scripts/build_book.sh > book.log 2>&1
 t2=$(date +%s)
 summary=$(grep -E "^=+ .*(passed|failed).* =+$" test.log | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
-written=$("$repo/.venv/bin/python" - <<PY
+written=$(cd "$repo" && "$repo/.venv/bin/python" - <<PY   # the record is the repository's, not the clone's
 import os, time
 from tspd.provenance import device_name
 from tspd.records import fresh_clone
