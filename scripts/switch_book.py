@@ -70,17 +70,17 @@ def rekey_runs(runs: Path, old: str, new: str) -> list[str]:
     the new key is replaced. Returns ``old key -> new key`` for each."""
     from tspd.eval.job import EvalJob, RunConfig
     from tspd.eval.results import ResultsFile, config_id, summary_path
-    from tspd.records.files import write_json
+    from tspd.records.files import append_jsonl, write_json
     done = []
     for sidecar in sorted(runs.glob("*.json")):
         if sidecar.name.endswith(".summary.json"):
             continue
         meta = json.loads(sidecar.read_text())
         kwargs = meta.get("config", {}).get("policy_kwargs") or {}
-        if not any(isinstance(v, str) and v.startswith(old) for v in kwargs.values()):
+        moved = {k: new + v[len(old):] if isinstance(v, str) and v.startswith(old) else v for k, v in kwargs.items()}
+        if moved == kwargs:
             continue
-        meta["config"]["policy_kwargs"] = {k: new + v[len(old):] if isinstance(v, str) and v.startswith(old) else v
-                                           for k, v in kwargs.items()}
+        meta["config"]["policy_kwargs"] = moved
         config = RunConfig.from_dict(meta["config"])
         key, rows_path = config.key, runs / f"{meta['key']}.jsonl"
         out = runs / f"{key}.jsonl"
@@ -90,7 +90,7 @@ def rekey_runs(runs: Path, old: str, new: str) -> list[str]:
         summary = json.loads(summary_path(rows_path).read_text()) if summary_path(rows_path).exists() else None
         for f in (out, summary_path(out), out.with_suffix(".json"), rows_path, summary_path(rows_path), sidecar):
             f.unlink(missing_ok=True)
-        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        append_jsonl(out, rows)
         write_json(out.with_suffix(".json"), dict(meta, key=key))
         if summary is not None:
             write_json(summary_path(out), dict(summary, config=job_config, config_id=cid, out=str(out)), indent=2)
