@@ -111,6 +111,8 @@ def test_dreams_autoregressive_start_then_its_diffusion_training(tmp_path):
     train(LMTrainConfig(out=str(tmp_path / "diffusion"), arch="dream", max_steps=1, init_from=str(ar), **TINY),
           log=lines.append)
     assert any(f"warm start from {ar}" in line for line in lines)
+    assert "Autoregressive start of an embedded masked diffusion LM" in (ar / "TRAINING.md").read_text()
+    assert "Embedded masked diffusion LM (Dream's layout" in (tmp_path / "diffusion" / "TRAINING.md").read_text()
     with pytest.raises(ValueError, match="--objective ar"):
         LMTrainConfig(out="x", objective="ar")            # LLaDA's logits are not shifted
 
