@@ -6,7 +6,8 @@ random-weight model, timed in variants that each add one lever to the one before
 - ``eager``: q/k/v and gate/up as separate matmuls, the element-wise chains eager;
 - ``fused``: + fused projections (:mod:`tspd.models.fused`);
 - ``compiled``: + the element-wise chains compiled into one kernel each (:mod:`tspd.models.pointwise`);
-- ``graph``: + replayed from a CUDA graph (:mod:`tspd.decoding.graphs`; off a GPU, its static path eagerly).
+- ``graph``: + replayed from a CUDA graph (:mod:`tspd.decoding.graphs`; off a GPU, its static path eagerly); its
+  full forward writes no cache, like the others' (bench-step's ``full_forward_fast`` is the one that does).
 
 Each variant records its median time, the dual-cache step's, its largest logit difference from ``eager`` and,
 on a GPU, its kernel time by kind (:func:`kernel_kind`, torch.profiler). Then the forward's matmul shapes are
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 
 from tspd.bench import (Timer, add_shape_arguments, build_model, filled_runner, floor_seconds, forward_cost, peak_rates,
                         run_command)
+from tspd.decoding.graphs import StepGraphs
 from tspd.models.fused import fuse_projections
 from tspd.models.pointwise import compiles_here, use_compiled
 from tspd.provenance import device_name, git_revision
@@ -123,12 +125,14 @@ def apply_lever(model, variant: str) -> None:
 
 
 def step_calls(model, variant: str, ids: torch.Tensor, pos: torch.Tensor, prompt: int, block: int):
-    """The full forward (logits for the generated region) and a dual-cache step over the first block, as the loop
-    calls them: from CUDA graphs for ``graph`` (its cache filled by a first full forward), else eagerly."""
+    """The full forward (logits for the generated region, no cache written) and a dual-cache step over the first
+    block, as the loop calls them: from CUDA graphs for ``graph`` (the full forward from a cache-free runner, as
+    cache-free decoding replays it; the step from one whose cache a first full forward filled), else eagerly."""
     if variant == "graph":
-        runner = filled_runner(model, ids, pos, prompt)
-        T = ids.shape[1]
-        return lambda: runner(ids, 0, T, prompt), lambda: runner(ids, prompt, prompt + block)
+        (B, T), runner = ids.shape, filled_runner(model, ids, pos, prompt)
+        full = StepGraphs(model, B, T, cached=False, padded=False)
+        full.load(pos, None)
+        return lambda: full(ids, 0, T, prompt), lambda: runner(ids, prompt, prompt + block)
     kv = model.new_cache()
     model(ids, cache=kv)
     return (lambda: model(ids, logits_from=prompt),

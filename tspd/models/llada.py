@@ -138,11 +138,14 @@ class Block(nn.Module):
         cfg = self.cfg
         h = self.attn_norm(x)
         q, k, v = self.qkv(h) if self.qkv is not None else (self.q_proj(h), self.k_proj(h), self.v_proj(h))
-        q = q.reshape(B, T, cfg.n_heads, cfg.head_dim).transpose(1, 2)
-        k = k.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
-        v = v.reshape(B, T, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
-        q, k = self.ops.rope_qk(q, k, cos, sin)   # one pass over both: half the kernels, the same values
-        att = attend(q, k, v, attn_mask, cache, layer, offset)
+        # token-major [B, T, heads, D] views of the projections: RoPE reads them row by row (not strided, as
+        # after a transpose) and attention gets [B, H, T, D] views whose output is token-major again, so the
+        # reshape before attn_out copies nothing (issue 51). Element for element the same values.
+        q = q.reshape(B, T, cfg.n_heads, cfg.head_dim)
+        k = k.reshape(B, T, cfg.kv_heads, cfg.head_dim)
+        v = v.reshape(B, T, cfg.kv_heads, cfg.head_dim)
+        q, k = self.ops.rope_qk(q, k, cos.transpose(1, 2), sin.transpose(1, 2))   # one pass over both
+        att = attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask, cache, layer, offset)
         x = x + self.attn_out(att.transpose(1, 2).reshape(B, T, -1))
         h = self.ff_norm(x)
         gate, up = self.gate_up(h) if self.gate_up is not None else (self.ff_proj(h), self.up_proj(h))

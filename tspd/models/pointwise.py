@@ -37,8 +37,9 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
 
 
 def rope_qk(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`rope` on q and k in one pass (one chain of kernels, not two; compiled, one kernel and no concatenation)."""
-    return rope(torch.cat([q, k], 1), cos, sin).split([q.shape[1], k.shape[1]], 1)
+    """:func:`rope` on token-major q [B, T, Hq, D] and k [B, T, Hk, D] in one pass (one chain of kernels, not two;
+    compiled, one kernel and no concatenation); ``cos``/``sin`` broadcast as [B, T, 1, D]."""
+    return rope(torch.cat([q, k], 2), cos, sin).split([q.shape[2], k.shape[2]], 2)
 
 
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
