@@ -9,7 +9,7 @@
 #   OUT_DIR/<device>.json           bench-step batch 1: steps, fast path, generate with the caches in CACHES
 #                                   (default dual,none), parity and host syncs;
 #   OUT_DIR/<device>-batch8.json    bench-step batch 8: steps (BATCH8_GENERATE=1 adds dual-cache generate).
-# Timed on a lent NVIDIA H200 (2026-11-27): 312 s in all with both caches; 140 s with FORWARD_REPEATS=10
+# Timed on a lent NVIDIA H200: 312 s in all with both caches (2026-11-27), 302 s with FORWARD_REPEATS=10 (2026-11-28); 140 s with FORWARD_REPEATS=10
 # CACHES=dual; batch 8's generate (BATCH8_GENERATE=1) took 87 s run alone.
 # Needs only torch (and numpy/safetensors, imported by tspd): the package runs from the working tree.
 set -euo pipefail

@@ -375,6 +375,8 @@ def gpu_speed(device: str = "NVIDIA-H200", rec: bench_step.BenchStep | None = No
     fast = [row["generate"][k]["control_fraction_of_forward"] for k, (*_, cache, on) in timed.items()
             if cache == "dual" and on]
     same = all(row["parity"][k]["same_tokens"] and row["parity"][k]["same_nfe"] for k in checked)
+    caches = " and ".join("without one" if c == "none" else f"with the {c} cache"
+                          for c in dict.fromkeys(cache for _, _, cache, *_ in checked.values()))
     full = bench_step.best_full_forward(row)["seconds"]
     floor, goal = row["full_forward"]["floor_seconds"], bench_step.goals(rec.device)
     beyond = ", ".join(f"{slug(p, ce)} {100 * share:.1f} %" for k, (p, ce, cache, on) in timed.items()
@@ -386,7 +388,7 @@ def gpu_speed(device: str = "NVIDIA-H200", rec: bench_step.BenchStep | None = No
             f"{1e3 * floor:.2f} ms (goal on this card {goal['full_forward_ms']:g} ms and "
             f"{100 * bench_step.FLOOR_SHARE_GOAL:.0f} %); the fast path "
             f"decodes {'the same' if same else 'NOT the same'} tokens with the same NFE as the eager loop for "
-            f"{', '.join(dict.fromkeys(slug(p, ce) for p, ce, *_ in checked.values()))} with the dual cache; "
+            f"{', '.join(dict.fromkeys(slug(p, ce) for p, ce, *_ in checked.values()))} {caches}; "
             f"controller + CE take "
             f"{span_of([100 * f for f in fast], '.1f')} % of a fast-path forward, profiled (goal "
             f"{goal['control_percent']:g} %); by wall clock a fast-path call spends {beyond} beyond its forwards "
@@ -395,19 +397,21 @@ def gpu_speed(device: str = "NVIDIA-H200", rec: bench_step.BenchStep | None = No
 
 def gpu_forward(device: str = "NVIDIA-H200") -> str:
     """Where the full forward's time goes on a GPU (``python -m tspd bench-forward``): its matmul kernels' rate against
-    the measured peak, what compiling the element-wise chains took off, and what is left above the floor."""
+    the measured peak, what compiling the element-wise chains took off, and the CUDA-graph forward's kernels."""
     path, result = bench_forward.load(device)
     rows = {r["variant"]: r for r in bench_forward.variant_rows(result)}
     kinds = {r["kind"]: r for r in bench_forward.kind_rows(result)}
     chains = ("elementwise", "copy", "norm", "compiled")
-    spent = {v: sum(kinds[k][f"{v} ms"] for k in chains if k in kinds) for v in ("fused", "compiled")}
+    spent = {v: sum(kinds[k][f"{v} ms"] for k in chains if k in kinds) for v in ("fused", "graph")}
+    kernel_ms = sum(r["graph ms"] for r in kinds.values())
     return (f"on the {result['device']} the matmul kernels run at "
             f"{span_of([100 * r['matmuls of peak'] for r in rows.values()], '.0f')} % of the measured peak (an "
             f"{result['peaks']['matmul_n']}-cubed product), and compiling the chains cut the element-wise, copy and "
-            f"norm kernels from {spent['fused']:.1f} to {spent['compiled']:.1f} ms per forward; above the floor of "
-            f"{1e3 * result['floor_seconds']:.2f} ms the compiled forward ({rows['compiled']['full forward ms']:.2f} ms) "
-            f"still spends {kinds['attention']['compiled ms']:.1f} ms on attention and "
-            f"{kinds['compiled']['compiled ms']:.1f} ms in the compiled chains, the rest in gaps between kernels "
+            f"norm kernels from {spent['fused']:.1f} to {spent['graph']:.1f} ms per forward; replayed from a CUDA "
+            f"graph the full forward takes {rows['graph']['full forward ms']:.2f} ms, "
+            f"{100 * rows['graph']['of floor']:.0f} % of the floor of {1e3 * result['floor_seconds']:.2f} ms, its "
+            f"kernels {kernel_ms:.1f} ms (matmuls {kinds['matmul']['graph ms']:.1f}, attention "
+            f"{kinds['attention']['graph ms']:.1f}, the compiled chains {kinds['compiled']['graph ms']:.1f}) "
             f"(`{shown(path)}`)")
 
 
@@ -447,6 +451,8 @@ FACTS: dict[str, Callable[[], str]] = {
     "fresh-clone-times": fresh_clone_times,
     "gpu-speed": gpu_speed,
     "gpu-forward": gpu_forward,
+    "gpu-speed-h100": lambda: gpu_speed("NVIDIA-H100-80GB-HBM3"),
+    "gpu-forward-h100": lambda: gpu_forward("NVIDIA-H100-80GB-HBM3"),
     "loop-overhead": loop_overhead,
 }
 
