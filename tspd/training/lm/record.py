@@ -120,16 +120,17 @@ def probe_table(probed: dict, task: str = "arith") -> list[str]:
 
 LAYOUTS = {"llada": "LLaDA architecture", "dream": "Dream's layout: Qwen2 names, shifted logits",
            "llada-moe": "LLaDA-MoE's layout: routed experts"}   # train-lm --arch (tspd.training.lm.arch)
-OBJECTIVES = {"diffusion": "the LLaDA SFT objective", "ar": "the next-token objective under causal attention"}
-KINDS = {"diffusion": "Embedded masked diffusion LM",   # what the run's checkpoint is, by its objective
-         "ar": "Autoregressive start of an embedded masked diffusion LM (for `--init-from`, Dream's recipe)"}
+# train-lm --objective: (what the run's checkpoint is, what it was trained with)
+OBJECTIVES = {"diffusion": ("Embedded masked diffusion LM", "the LLaDA SFT objective"),
+              "ar": ("Autoregressive start of an embedded masked diffusion LM (for `--init-from`, Dream's recipe)",
+                     "the next-token objective under causal attention")}
 
 
 def write_training_md(out: Path, info: dict) -> None:
     task = info.get("task", "arith")
+    kind, objective = OBJECTIVES[info.get("objective", "diffusion")]
     lines = [f"# {'tiny-arith' if task == 'arith' else out.name}: training record", "",
-             f"{KINDS[info.get('objective', 'diffusion')]} ({LAYOUTS[info.get('arch', 'llada')]}) trained with "
-             f"{OBJECTIVES[info.get('objective', 'diffusion')]} on `tspd.eval.tasks.{task}` "
+             f"{kind} ({LAYOUTS[info.get('arch', 'llada')]}) trained with {objective} on `tspd.eval.tasks.{task}` "
              f"({generated_task(task).SUMMARY}). Written by `python -m tspd train-lm`.", "",
              f"- status: {info['status']}",
              f"- command: `{info['command']}`",
