@@ -8,9 +8,11 @@
 #   AR_MINUTES=20 bash scripts/train_backbones.sh dream ...         Dream's own recipe: an autoregressive start
 #                                                                   (runs/roster-dream-ar), then diffusion from it
 #
+# The shipped tspd/zoo/roster-dream: AR_MINUTES=20 bash scripts/train_backbones.sh dream 80 (20 AR + 60 diffusion
+# minutes; results/training/roster-dream-from-ar/README.md).
 # Resumable: rerun the same command (each run continues from its train_state.pt). One heavy job at a time:
 # run it in the background (nohup) with nothing else decoding. Then ship each like tiny-roster
-# (ZOO=roster-dream STAGES="copy controllers" bash scripts/ship_model.sh runs/roster-dream 2) and measure its
+# (ZOO=roster-dream STAGES="copy controllers" bash scripts/ship_model.sh runs/roster-dream-from-ar 2) and measure its
 # regime record (python -m tspd regime --model roster-dream --threads 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."

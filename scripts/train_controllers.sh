@@ -14,7 +14,7 @@ threads=${2:-2}
 model=${3:-$(.venv/bin/python scripts/model_info.py book)}
 [ -d "tspd/zoo/$model" ] || { echo "error: tspd/zoo/$model is missing (MODEL is an embedded model's name)" >&2; exit 2; }
 task=$(.venv/bin/python scripts/model_info.py task "$model")
-traces=runs/controllers/$task-traces-egp-$n.pt
+traces=runs/controllers/$model-traces-egp-$n.pt   # by model: two models of one task each get their own
 mkdir -p runs/controllers
 start=$(date +%s)
 .venv/bin/python -m tspd collect-traces --model "$model" --prompts "$task-traces" --n "$n" --policy egp \
