@@ -10,6 +10,7 @@ from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import REPO_ROOT
 
 VARIANTS = REPO_ROOT / "results" / "variants"
+NEAR_TIES = 0.05   # the share of a per-token array that may differ from the stored reduction (near-ties)
 
 
 @pytest.fixture(scope="module")
@@ -68,5 +69,9 @@ def test_a_stored_reduction_reproduces_its_first_prompts(data, tmp_path):
     spec = la.LookaheadSpec(**{**data["spec"], "n": 2, "batch_size": 2})
     fresh = la.lookahead(spec, tmp_path, progress=False)
     assert fresh["reproduced"] == data["reproduced"]
-    differ = [k for k in la.PER_TOKEN if not torch.equal(fresh[k], data[k][:2])]
-    assert differ == [], f"rerun figure03_lookahead: the stored reduction's {differ} are no longer what the code gives"
+    # Equally confident positions can trade places between CPUs (this reduction, made on one AMD EPYC, decodes
+    # with 2-3 % of its steps swapped between neighbours on another with AVX-512): a few per cent of the
+    # entries may differ, a change of the code moves far more.
+    share = {k: (fresh[k] != data[k][:2]).float().mean().item() for k in la.PER_TOKEN}
+    differ = {k: round(v, 3) for k, v in share.items() if v > NEAR_TIES}
+    assert differ == {}, f"rerun figure03_lookahead: the stored reduction's {differ} are no longer what the code gives"
