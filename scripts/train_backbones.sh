@@ -7,6 +7,8 @@
 #   bash scripts/train_backbones.sh llada-moe [MINUTES] [THREADS]   runs/roster-llada-moe (8 experts, 2 active)
 #   AR_MINUTES=20 bash scripts/train_backbones.sh dream ...         Dream's own recipe: an autoregressive start
 #                                                                   (runs/roster-dream-ar), then diffusion from it
+#   EVAL_MINUTES=25 bash scripts/train_backbones.sh ...              evaluate (accuracy, probes, regime figures)
+#                                                                   every 25 training minutes (default 15)
 #
 # The shipped tspd/zoo/roster-dream: AR_MINUTES=20 bash scripts/train_backbones.sh dream 80 (20 AR + 60 diffusion
 # minutes; results/training/roster-dream-from-ar/README.md).
@@ -22,7 +24,7 @@ threads=${3:-2}
 case $arch in dream|llada-moe) ;; *) echo "error: the layout is dream or llada-moe, got $arch" >&2; exit 2 ;; esac
 bash scripts/setup.sh >/dev/null
 recipe=(--task roster --arch "$arch" --d-model 128 --n-layers 4 --n-heads 4 --mlp-hidden 352 --gen-length 256
-        --block-length 32 --long-windows 512:0.1 --compile --eval-minutes 15 --eval-n 64 --regime
+        --block-length 32 --long-windows 512:0.1 --compile --eval-minutes "${EVAL_MINUTES:-15}" --eval-n 64 --regime
         --regime-long-n 0 --final-eval-n 0 --threads "$threads")
 resumed() { [ -f "$1/train_state.pt" ] && echo --resume || true; }
 out=runs/roster-$arch

@@ -441,7 +441,8 @@ FACTS: dict[str, Callable[[], str]] = {
     "model-size": model_size,
     "model-lines": model_lines,
     "regime-summary": regime_summary,
-    "regime-summary-tiny-arith-256": lambda: regime_summary("tiny-arith-256"),   # the Regime page's other model
+    "regime-summary-tiny-arith-256": lambda: regime_summary("tiny-arith-256"),   # the Regime page's other models
+    "regime-summary-roster-dream": lambda: regime_summary("roster-dream"),
     "claims-summary": claims_summary,
     "controller-comparisons": controller_comparisons,
     "controller-overview": controller_overview,
