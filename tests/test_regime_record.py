@@ -8,6 +8,7 @@ import pytest
 
 from tspd.eval.regime import paired_gap
 from tspd.eval.regime import SECTION, markdown, targets, write_section
+from tspd.models.loading import resolve_path
 
 
 def _row(right, tpf=1.0):
@@ -142,6 +143,16 @@ def test_a_shipped_regime_record_reproduces(name, rows):
         assert isinstance(plan[row], DecodeConfig)
         again = score(model, task, problems, plan[row], batch=len(problems))
         assert again["right"] == record["rows"][row]["right"][:len(problems)], row
+
+
+def test_a_compared_model_is_read_back_at_its_own_settings(monkeypatch):
+    """The regime page's other models keep their records' n: the page's own n would measure them all again."""
+    import tspd.eval.regime as regime
+    from tspd.book.regime import regime_record
+    monkeypatch.setattr(regime, "score_rows", lambda *a, **k: pytest.fail("measured again"))
+    stored = json.loads((resolve_path("roster-dream") / "regime.json").read_text())
+    record = regime_record("roster-dream", n=stored["config"]["n"] + 300, as_recorded=True)
+    assert record["rows"] == stored["rows"] and record["config"] == stored["config"]
 
 
 def test_a_record_names_who_measured_its_rows():

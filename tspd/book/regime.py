@@ -9,14 +9,19 @@ from __future__ import annotations
 
 from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
 from tspd.eval.results import wilson
+from tspd.records import regime as regime_file
 
 
 def regime_record(model: str, n: int = RegimeConfig.n, long_n: int = RegimeConfig.long_n,
                   long_windows: tuple[int, ...] = (), batch: int = RegimeConfig.batch, device: str = "cpu",
-                  dtype: str | None = None, window: tuple[int, int] = (0, 0), log=None) -> dict:
+                  dtype: str | None = None, window: tuple[int, int] = (0, 0), log=None, as_recorded: bool = False) -> dict:
     """The notebook's call of :func:`tspd.eval.regime.measure_checkpoint` (quiet unless ``log``): ``long_windows`` empty means
-    twice the checkpoint's window, ``window`` (0: the checkpoint's own) may only name the checkpoint's own."""
-    cfg = RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or None, batch=batch)
+    twice the checkpoint's window, ``window`` (0: the checkpoint's own) may only name the checkpoint's own.
+    ``as_recorded``: a checkpoint that has a record keeps its own settings (n, long_n, ...) in place of these, so a
+    model shown for comparison is read back as measured, not extended to this page's n."""
+    stored = regime_file.load(model) if as_recorded else None
+    cfg = (RegimeConfig.from_dict(stored.data["config"]) if stored else
+           RegimeConfig(n=n, long_n=long_n, long_windows=tuple(long_windows) or None, batch=batch))
     return measure_checkpoint(model, cfg, device=device, dtype=dtype, window=window, log=log or (lambda s: None))
 
 
