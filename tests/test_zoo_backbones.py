@@ -51,7 +51,9 @@ def test_a_cached_window_gives_the_full_forwards_rows(zoo, mode):
         cache = model.new_cache()
         full = model(ids, cache=cache, offset=0)
         window = model(ids[:, s:e], cache=cache, offset=s)
-    torch.testing.assert_close(window, full[:, s:e], atol=1e-5, rtol=1e-5)
+    # 1e-4: the MoE's experts see the window's tokens in other groups than the full forward's, so their matmuls
+    # round differently (up to 1.1e-5 measured on roster-moe); a stale or misplaced row is off by far more
+    torch.testing.assert_close(window, full[:, s:e], atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
