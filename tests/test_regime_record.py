@@ -94,7 +94,9 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
     assert main(argv[:8] + ["128,256"] + argv[9:]) == 0           # a longer window added later: only its rows
     rows = json.loads((model / "regime.json").read_text())["rows"]
     assert rows["fast"]["seconds"] == -7 and rows["vanilla_256"]["n"] == 1
-    assert main(argv[:4] + ["3"] + argv[5:]) == 0                 # another n: every row measured again
+    capsys.readouterr()
+    assert main(argv[:4] + ["3"] + argv[5:]) == 0                 # another n: every row measured again, said so
+    assert "stored rows are measured again (n 2 -> 3 changed)" in capsys.readouterr().out
     assert json.loads((model / "regime.json").read_text())["rows"]["fast"]["seconds"] >= 0
     record["rows"]["fast"]["seconds"] = -7
     (model / "regime.json").write_text(json.dumps(record))

@@ -77,12 +77,22 @@ def test_generate_command_answers_a_held_out_problem():
     assert len(reply["token_ids"]) == arith.GEN_LENGTH
 
 
-@pytest.mark.parametrize("name", ["tspd", "learn2pd"])
-def test_shipped_controllers_belong_to_the_shipped_weights(name):
+SHIPPED_CONTROLLERS = sorted((d.parent.name, meta.stem) for d in ZOO.parent.glob("*/controllers")
+                             for meta in d.glob("*.json") if not meta.name.endswith(".curve.json"))
+
+
+@pytest.mark.parametrize("model,name", SHIPPED_CONTROLLERS)
+def test_shipped_controllers_belong_to_the_shipped_weights(model, name):
     import hashlib
-    meta = json.loads((ZOO / "controllers" / f"{name}.json").read_text())
-    digest = hashlib.sha256((ZOO / "model.safetensors").read_bytes()).hexdigest()
-    assert meta.get("model_sha256") == digest, f"retrain the {name} controller on the shipped checkpoint"
+    zoo = ZOO.parent / model
+    meta = json.loads((zoo / "controllers" / f"{name}.json").read_text())
+    digest = hashlib.sha256((zoo / "model.safetensors").read_bytes()).hexdigest()
+    assert meta.get("model_sha256") == digest, f"retrain {model}'s {name} controller on its shipped checkpoint"
+
+
+def test_every_embedded_model_has_both_controllers():
+    models = [d.name for d in ZOO.parent.iterdir() if (d / "config.json").is_file()]
+    assert len(models) >= 5 and {(m, n) for m in models for n in ("tspd", "learn2pd")} == set(SHIPPED_CONTROLLERS)
 
 
 def test_shipped_learning_curve_is_the_records():

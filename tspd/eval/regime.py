@@ -246,6 +246,11 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
     kept = before.get("weights") == meta["weights"] and \
         all((before.get("config") or {}).get(k) == settings[k] for k in ROW_SETTINGS)
     rows = {name: row for name, row in before.get("rows", {}).items() if name in order} if kept else {}
+    if before.get("rows") and not kept:   # a user who changed --n by mistake should know before hours are spent
+        was = before.get("config") or {}
+        changed = ["weights"] if before.get("weights") != meta["weights"] else \
+            [f"{k} {was.get(k)} -> {settings[k]}" for k in ROW_SETTINGS if was.get(k) != settings[k]]
+        log(f"{out}: its {len(before['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
     missing = [name for name in order if name not in rows]
     record = {**meta, **measured_by(before if rows else {}, meta, bool(missing)), "config": settings, "rows": rows}
     if missing:
