@@ -443,6 +443,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "regime-summary": regime_summary,
     "regime-summary-tiny-arith-256": lambda: regime_summary("tiny-arith-256"),   # the Regime page's other models
     "regime-summary-roster-dream": lambda: regime_summary("roster-dream"),
+    "regime-summary-roster-moe": lambda: regime_summary("roster-moe"),
     "claims-summary": claims_summary,
     "controller-comparisons": controller_comparisons,
     "controller-overview": controller_overview,
