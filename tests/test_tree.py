@@ -11,7 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LARGE = 2_000_000    # bytes: a larger tracked file must match ALLOWED
-TREE = 40_000_000    # bytes: every tracked file together (code, notebooks, records, the embedded models) ...
+TREE = 44_000_000    # bytes: every tracked file together (code, notebooks, records, the embedded models: 40 MB
+                     # until the Dream- and MoE-layout models, 6.9 MB of weights, and their Table 2 runs came) ...
 STAGED = 30_000_000  # ... but the book's runs on its next model, measured ahead (scripts/stage_book.sh): the
 STAGING = "results/staging/"   # switch moves them into results/ and the old book's runs leave the tree
 TRACES = "a trace set the notebooks read back (tspd.training.variants.traces, gzip); collecting it again decodes " \
