@@ -91,3 +91,17 @@ def test_paper_vs_ours_takes_speedups_or_tps_over_the_reference():
     assert [ax.get_title().split(": ")[-1] for ax in drawn] == ["task gsm8k", "task math", "task arith"]
     xs = [[line.get_xdata()[0] for line in ax.get_lines() if line.get_marker() in ("s", "o")] for ax in drawn]
     assert xs == [[1.0, 4.0], [], [1.0, 10.0]]      # math has no Vanilla row: no speedup to draw
+    assert [ax.get_xscale() for ax in drawn] == ["linear"] * 3
+
+
+def test_paper_vs_ours_titles_each_panel_and_logs_a_wide_speedup_axis():
+    import matplotlib
+    matplotlib.use("Agg")
+    ours = [{"method": "Vanilla", "model": "a", "tps": 1.0, "accuracy": 99.0},
+            {"method": "Prophet", "model": "a", "tps": 250.0, "accuracy": 0.0},
+            {"method": "Vanilla", "model": "b", "tps": 1.0, "accuracy": 99.0},
+            {"method": "X", "model": "b", "tps": 3.0, "accuracy": 98.0}]
+    fig = book.paper_vs_ours([], ours, panel="model", ours_title={"a": "ours (a, n=2)", "b": "ours (b, n=9)"})
+    drawn = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in drawn] == ["ours (a, n=2): model a", "ours (b, n=9): model b"]
+    assert [ax.get_xscale() for ax in drawn] == ["log", "linear"]

@@ -35,20 +35,28 @@ def _panels(rows: list[dict], panel: str | None) -> dict[str, list[dict]]:
     return out
 
 
+LOG_SPREAD = 30.0   # speedups spanning more than this factor on one panel are drawn on a log axis: a method
+                    # that answers in one forward (Prophet on the embedded models, ~250x) would otherwise
+                    # squeeze every other point against 1x
+
+
 def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", panel: str | None = None,
-                  reference: str | None = "Vanilla", ours_title: str = "ours", paper_title: str | None = None,
-                  y: str = "accuracy", y_title: str = "accuracy (%)", columns: int = 2):
+                  reference: str | None = "Vanilla", ours_title: str | dict[str, str] = "ours",
+                  paper_title: str | None = None, y: str = "accuracy", y_title: str = "accuracy (%)",
+                  columns: int = 2):
     """The paper's (speedup, accuracy) per ``label`` beside ours, one panel per value of ``panel``.
 
     ``reference`` names the row whose TPS is 1x where a table gives no speedup column (and whose
     accuracy is drawn as a dotted line: what the others are to keep); a label found in no row is simply
     not drawn. Squares are the paper's rows, circles ours; one colour per label across the panels.
+    ``ours_title``: one title for our panels, or one per panel value (each model's own provenance).
     """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     sides = [("paper", paper_title or paper_label(paper), p, rs) for p, rs in _panels(paper, panel).items()]
-    sides += [("ours", ours_title, p, rs) for p, rs in _panels(ours, panel).items()]
+    sides += [("ours", ours_title[p] if isinstance(ours_title, dict) else ours_title, p, rs)
+              for p, rs in _panels(ours, panel).items()]
     labels = list(dict.fromkeys(str(_get(r, label)) for _, _, _, rs in sides for r in rs))
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     colour = {name: cmap(i % cmap.N) for i, name in enumerate(labels)}
@@ -66,6 +74,9 @@ def paper_vs_ours(paper: list[dict], ours: list[dict], label: str = "method", pa
         if ref is not None and _get(ref, y) is not None:
             ax.axhline(_get(ref, y), color="0.5", ls=":", lw=1)
         ax.axvline(1.0, color="0.8", lw=0.8)
+        drawn = [x for x in xs if x is not None and x > 0]
+        if drawn and max(drawn) / min(drawn) > LOG_SPREAD:
+            ax.set_xscale("log")
         head = f"{who}" + (f": {panel} {name}" if panel else "")
         ax.set_title("\n".join(textwrap.wrap(head, 48)), fontsize=8)
         ax.set_xlabel("speedup (TPS" + (f" over {reference})" if reference else ")"), fontsize=8)
