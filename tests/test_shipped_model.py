@@ -12,7 +12,7 @@ from tspd import load_model
 from tspd.eval.tasks import arith
 from tspd.eval.experiments import REPO_ROOT
 from tspd.decoding.loop import generate
-from tspd.models.loading import decode_lengths, resolve_path
+from tspd.models.loading import ZOO as ZOO_DIR, decode_lengths, resolve_path
 from tspd.records import train_lm_evals
 
 ZOO = resolve_path("tiny-arith")
@@ -77,21 +77,21 @@ def test_generate_command_answers_a_held_out_problem():
     assert len(reply["token_ids"]) == arith.GEN_LENGTH
 
 
-SHIPPED_CONTROLLERS = sorted((d.parent.name, meta.stem) for d in ZOO.parent.glob("*/controllers")
+SHIPPED_CONTROLLERS = sorted((d.parent.name, meta.stem) for d in ZOO_DIR.glob("*/controllers")
                              for meta in d.glob("*.json") if not meta.name.endswith(".curve.json"))
 
 
 @pytest.mark.parametrize("model,name", SHIPPED_CONTROLLERS)
 def test_shipped_controllers_belong_to_the_shipped_weights(model, name):
     import hashlib
-    zoo = ZOO.parent / model
+    zoo = ZOO_DIR / model
     meta = json.loads((zoo / "controllers" / f"{name}.json").read_text())
     digest = hashlib.sha256((zoo / "model.safetensors").read_bytes()).hexdigest()
     assert meta.get("model_sha256") == digest, f"retrain {model}'s {name} controller on its shipped checkpoint"
 
 
 def test_every_embedded_model_has_both_controllers():
-    models = [d.name for d in ZOO.parent.iterdir() if (d / "config.json").is_file()]
+    models = [d.name for d in ZOO_DIR.iterdir() if (d / "config.json").is_file()]
     assert len(models) >= 5 and {(m, n) for m in models for n in ("tspd", "learn2pd")} == set(SHIPPED_CONTROLLERS)
 
 

@@ -243,13 +243,11 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
     settings = json.loads(json.dumps(dataclasses.asdict(cfg)))   # as stored (tuples become lists)
     planned = plan(cfg, gen_length, block_length)
     order = [r.name for r in planned]
-    kept = before.get("weights") == meta["weights"] and \
-        all((before.get("config") or {}).get(k) == settings[k] for k in ROW_SETTINGS)
-    rows = {name: row for name, row in before.get("rows", {}).items() if name in order} if kept else {}
-    if before.get("rows") and not kept:   # a user who changed --n by mistake should know before hours are spent
-        was = before.get("config") or {}
-        changed = ["weights"] if before.get("weights") != meta["weights"] else \
-            [f"{k} {was.get(k)} -> {settings[k]}" for k in ROW_SETTINGS if was.get(k) != settings[k]]
+    was = before.get("config") or {}
+    changed = ["weights"] if before.get("weights") != meta["weights"] else \
+        [f"{k} {was.get(k)} -> {settings[k]}" for k in ROW_SETTINGS if was.get(k) != settings[k]]
+    rows = {} if changed else {name: row for name, row in before.get("rows", {}).items() if name in order}
+    if before.get("rows") and changed:   # a user who changed --n by mistake should know before hours are spent
         log(f"{out}: its {len(before['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
     missing = [name for name in order if name not in rows]
     record = {**meta, **measured_by(before if rows else {}, meta, bool(missing)), "config": settings, "rows": rows}
