@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import torch
 
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks.generated import generated_task
 from tspd.models.loading import load_model
 from tspd.training.lm.data import make_batch
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tspd.eval.tasks.generated import trained_task
+from tspd.tasks.generated import trained_task
 from tspd.models.loading import DEFAULT_MODEL, checkpoint_task
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from tspd.eval.tasks import generated
+from tspd.tasks import generated
 from tspd.provenance import device_name, git_revision
 from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.data import make_batch, task_texts

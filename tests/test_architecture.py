@@ -14,13 +14,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tspd"
 # module names, each standing for itself and everything below it ("tspd" alone: the package's
 # __init__, the public API, which re-exports from below and is imported by nothing inside).
 LAYERS = [
-    ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options", "tspd.markdown"]),
+    ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options", "tspd.markdown", "tspd.stats"]),
     ("models", ["tspd.models"]),
+    ("tasks", ["tspd.tasks"]),
     ("decoding", ["tspd.decoding"]),
     ("eval", ["tspd.eval", "tspd.records"]),
     ("training", ["tspd.training"]),
     ("book", ["tspd.book"]),
-    ("commands", ["tspd.bench", "tspd.generate_cli", "tspd.grade_cli", "tspd.lmeval"]),
+    ("commands", ["tspd.commands", "tspd.bench", "tspd.generate_cli", "tspd.grade_cli", "tspd.lmeval"]),
     ("entry", ["tspd.cli", "tspd.__main__", "tspd"]),
 ]
 
@@ -137,11 +138,13 @@ def test_shared_helpers_have_one_home():
                  "controller_weights", "run", "result"):
         assert defined[name] <= 1, f"{name} is defined {defined[name]} times in tspd/"
     twice = {n for n, k in defined.items() if k > 1 and not n.startswith("_")}
-    verbs = {"main", "add_arguments", "train", "fingerprint", "measure", "summary"}  # each module's own
+    verbs = {"main", "add_arguments", "train", "fingerprint", "measure", "summary",  # each module's own
+             "measure_checkpoint", "targets"}   # the regime and dynamics records' measure and bounds
     generated_task = {"prompt", "load_split", "make_problem", "iter_train", "right", "line_accuracy",
-                      "template_accuracy"}   # the generated tasks' module interface (arith, chain, roster)
+                      "template_accuracy",   # the generated tasks' module interface (arith, chain, roster)
+                      "line", "parse_line", "fault"}   # and the day-line tasks' (roster, styled)
     probe_modules = {"run_probes"}   # tspd.training.probes and roster_probes: one interface
-    records = {"load", "save", "load_dict", "load_dicts", "markdown"}   # each record module's interface (tspd.records)
+    records = {"load", "save", "load_dict", "load_dicts", "markdown", "path_of"}   # each record module's interface (tspd.records)
     allowed = verbs | generated_task | probe_modules | records
     assert twice <= allowed, sorted(twice - allowed)
 
@@ -247,8 +250,8 @@ def test_the_architecture_page_draws_these_layers():
 
 
 def test_every_gradable_generated_task_has_the_whole_interface():
-    """tspd.eval.tasks.generated's module interface, SUMMARY included (the book's prose names the task by it)."""
-    from tspd.eval.tasks.generated import GENERATED, MIX_ONLY
+    """tspd.tasks.generated's module interface, SUMMARY included (the book's prose names the task by it)."""
+    from tspd.tasks.generated import GENERATED, MIX_ONLY
     interface = ("load_split", "iter_train", "prompt", "fingerprint", "extract_answer", "right", "line_accuracy",
                  "template_accuracy", "GEN_LENGTH", "BLOCK_LENGTH", "SPLIT_SIZES", "SUMMARY")
     missing = {name: [a for a in interface if not hasattr(module, a)]

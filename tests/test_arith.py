@@ -1,4 +1,4 @@
-"""The synthetic GSM8K-style task (tspd.eval.tasks.arith) and the character tokenizer (tspd.models.char_tokenizer)."""
+"""The synthetic GSM8K-style task (tspd.tasks.arith) and the character tokenizer (tspd.models.char_tokenizer)."""
 from __future__ import annotations
 
 import random
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.models.char_tokenizer import BOS, EOS, MASK, UNK, build_tokenizer
 
 GEN_LENGTH, BLOCK = arith.GEN_LENGTH, arith.BLOCK_LENGTH

@@ -61,7 +61,7 @@ EVAL = [   # (id, extra arguments, words): a --model among them wins over the TE
     ("out is a directory", ["--out", "{out_dir}"], "is a directory"),
     ("negative limit", ["--limit", "-1"], "--limit must be >= 0"),
     ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
-    ("task version", ["--model", "{old-task}"], "another version of tspd.eval.tasks.arith"),
+    ("task version", ["--model", "{old-task}"], "another version of tspd.tasks.arith"),
     ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
     ("controller for a fixed policy", ["--controller-weights", TEST_MODEL],
      "--controller-weights is for the learned policies"),

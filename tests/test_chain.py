@@ -1,4 +1,4 @@
-"""The long word-problem task of the regime model (tspd.eval.tasks.chain)."""
+"""The long word-problem task of the regime model (tspd.tasks.chain)."""
 from __future__ import annotations
 
 import random
@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from tspd.eval.tasks import chain, get_task
-from tspd.eval.tasks.generated import generated_task
+from tspd.eval.tasks import get_task
+from tspd.tasks import chain
+from tspd.tasks.generated import generated_task
 
 LINE = re.compile(r"^([A-Za-z][^=]*?)(\d\d)([-+*/])(\d\d) = (\d\d)$")
 
@@ -107,7 +108,7 @@ def test_answers_fit_the_window_with_a_subword_tokenizer(tmp_path):
 
 
 def test_generated_task_by_name_or_module_path():
-    assert generated_task("chain") is chain and generated_task("tspd.eval.tasks.chain") is chain
+    assert generated_task("chain") is chain and generated_task("tspd.tasks.chain") is chain
     with pytest.raises(ValueError, match="unknown generated task"):
         generated_task("nope")
 

@@ -81,7 +81,7 @@ def test_summary_from_the_rows(ct):
 
 def test_same_answer_is_the_whole_plan_where_the_task_grades_it(ct):
     """On roster two plans with the same day count (the extracted "#### 2") are not the same answer: the table
-    compares what the grade reads, as the notebooks do (tspd.eval.tasks.generated.row_answer)."""
+    compares what the grade reads, as the notebooks do (tspd.tasks.generated.row_answer)."""
     base = RunConfig(model=TEST_MODEL, limit=2, task="roster")
     day = "On day {} they will cook and {}.\n"
     plans = [day.format(1, "wash") + day.format(2, "shop") + "#### 2", day.format(1, "wash") + day.format(2, "wash") + "#### 2"]

@@ -1,11 +1,11 @@
-"""Drills: chain's solution lines without their question, a training mixture (tspd.eval.tasks.drill)."""
+"""Drills: chain's solution lines without their question, a training mixture (tspd.tasks.drill)."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
-from tspd.eval.tasks import chain, drill
+from tspd.tasks import chain, drill
 from tspd.training.lm.config import LMTrainConfig
 
 

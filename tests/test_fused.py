@@ -7,7 +7,7 @@ import torch
 from test_backbones import dream_checkpoint, moe_checkpoint, random_ids
 
 from tspd import generate, load_model
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.models.fused import is_fused
 from tspd.models.loading import resolve_path, save_model
 

@@ -13,7 +13,7 @@ import operator
 import pytest
 import torch
 
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.models.char_tokenizer import BOS, EOS, MASK, SPECIAL_TOKENS, UNK, build_tokenizer
 from tspd.training import probes
 

@@ -133,7 +133,7 @@ def test_a_shipped_regime_record_reproduces(name, rows):
     from tspd.decoding.config import DecodeConfig
     from tspd.eval.regime import RegimeConfig, decodings, score
     from tspd.eval.regime import weights_hash
-    from tspd.eval.tasks.generated import generated_task
+    from tspd.tasks.generated import generated_task
     from tspd.models.loading import load_model, resolve_path
     path = resolve_path(name)
     record = json.loads((path / "regime.json").read_text())

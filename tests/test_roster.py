@@ -4,8 +4,9 @@ import itertools
 import pytest
 import torch
 
-from tspd.eval.tasks import get_task, roster
-from tspd.eval.tasks.generated import generated_task
+from tspd.eval.tasks import get_task
+from tspd.tasks import roster
+from tspd.tasks.generated import generated_task
 from tspd.training import roster_probes
 
 
@@ -54,7 +55,7 @@ def test_the_task_grades_through_its_class_and_every_reference_is_right():
     assert all(task.grade(s, s["answer"])["correct"] for s in samples)
     bad = task.grade(samples[0], samples[0]["answer"].replace("#### ", "#### 1"))
     assert not bad["correct"] and bad["reason"]
-    assert generated_task("roster") is roster and generated_task("tspd.eval.tasks.roster") is roster
+    assert generated_task("roster") is roster and generated_task("tspd.tasks.roster") is roster
 
 
 def test_splits_are_fixed_and_disjoint_by_question():

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tspd import load_model
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.eval.experiments import REPO_ROOT
 from tspd.decoding.loop import generate
 from tspd.models.loading import ZOO as ZOO_DIR, decode_lengths, resolve_path
@@ -20,7 +20,7 @@ ZOO = resolve_path("tiny-arith")
 
 def test_shipped_checkpoint_was_trained_on_this_version_of_the_task():
     task = json.loads((ZOO / "config.json").read_text())["tspd_task"]
-    assert task["fingerprint"] == arith.fingerprint(), "tspd.eval.tasks.arith changed: retrain the embedded model"
+    assert task["fingerprint"] == arith.fingerprint(), "tspd.tasks.arith changed: retrain the embedded model"
     assert decode_lengths("tiny-arith") == (task["gen_length"], task["block_length"]) == \
         (arith.GEN_LENGTH, arith.BLOCK_LENGTH)
 
@@ -39,7 +39,7 @@ def test_shipped_model_has_learned_what_its_record_says():
     """Greedy, 1 token per step, the first 32 test problems: the record's rates on all 500 (exact product
     lines, right finals; TRAINING.md's sweep) lie inside this sample's 99 % Wilson intervals, so the weights
     are the ones the record measured, and at most two finals are wrong."""
-    from tspd.eval.results import wilson
+    from tspd.stats import wilson
     record = next(r for r in train_lm_evals.load("tiny-arith")
                   if r["policy"] == "vanilla" and r.get("tokens_per_step") == 1)
     model = load_model("tiny-arith")

@@ -15,7 +15,7 @@ import pytest
 from tspd.book import controller_table
 from tspd.eval import cache_agreement_table
 from tspd.eval.experiments import REPO_ROOT, RunConfig, get_model, load_result
-from tspd.eval.tasks.generated import trained_task
+from tspd.tasks.generated import trained_task
 from tspd.records import cache_agreement as agreement_record, controller_table as table_record
 
 TABLE = table_record.runs_dir()   # the table's runs (tspd.eval.experiments files)

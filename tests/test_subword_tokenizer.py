@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.models.char_tokenizer import SPECIAL_TOKENS
 from tspd.models.loading import load_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer

@@ -183,8 +183,8 @@ def test_arith_prompt_is_the_raw_question_even_for_chat_tokenizers():
 
 
 def test_arith_with_a_stub_generator(monkeypatch):
-    """The arith task only needs load_split and extract_answer from tspd.eval.tasks.arith."""
-    import tspd.eval.tasks.arith as arith
+    """The arith task only needs load_split and extract_answer from tspd.tasks.arith."""
+    import tspd.tasks.arith as arith
     stub = [{"id": "a-0", "question": "1+1?", "answer": "1+1 = 2.\n#### 2"},
             {"id": "a-1", "question": "2*3?", "answer": "2*3 = 6.\n#### 6"}]
     monkeypatch.setattr(arith, "load_split", lambda name, n=None: stub[:n])

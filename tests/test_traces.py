@@ -120,7 +120,7 @@ def test_prompt_files(tmp_path):
     assert load_prompts(str(tmp_path / "p.jsonl"), None) == ["a?", "b?"]
     assert load_prompts(str(tmp_path / "p.txt"), 2) == ["one", "two"]
     assert len(load_prompts("arith-traces", 3)) == 3
-    from tspd.eval.tasks import chain
+    from tspd.tasks import chain
     assert load_prompts("chain-traces", 2) == [chain.prompt(p) for p in chain.load_split("traces", 2)]
     with pytest.raises(ValueError, match="flan-source"):
         load_prompts("flan", 3)

@@ -9,7 +9,7 @@ import torch
 from conftest import layout_logits
 
 from tspd import generate, load_model
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.models.dream import DreamModelLM
 from tspd.models.llada_moe import LLaDAMoEModelLM
 from tspd.models.loading import Checkpoint

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tspd import load_model
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.data import encode_answer, make_batch
@@ -18,7 +18,7 @@ from tspd.training.lm.arch import model_config
 from tspd.training.lm.objective import lr_factor, sft_loss, stratified_uniform
 from tspd.training.lm.record import STATE
 from tspd.training.train_lm import train
-from tspd.eval.results import wilson
+from tspd.stats import wilson
 
 # threads=1: tiny matmuls gain nothing from a second thread and stall badly when the CPU is shared
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden=64, threads=1)
@@ -373,7 +373,7 @@ def test_mix_tasks_parse_and_refuse_what_cannot_mix():
 
 
 def test_mixed_batches_take_their_task_and_window_and_resume_alike(tokenizer):
-    from tspd.eval.tasks import chain
+    from tspd.tasks import chain
     from tspd.training.lm.stream import BatchStream
     cfg = LMTrainConfig(out="", task="chain", batch_size=4, gen_length=256, mix_tasks="arith:0.4")
     a, b = BatchStream(tokenizer, cfg), BatchStream(tokenizer, cfg, skip_batches=7)
@@ -401,9 +401,9 @@ def test_a_chain_run_records_its_task_and_regime_figures(tmp_path):
     info = train(LMTrainConfig(out=str(out), task="chain", **TINY, batch_size=2, max_steps=2, eval_every=2,
                                eval_n=2, regime=True, regime_long_n=1, final_eval_n=0, eval_batch=2,
                                gen_length=192, block_length=32), log=lambda s: None)
-    from tspd.eval.tasks import chain
+    from tspd.tasks import chain
     cfg_json = json.loads((out / "config.json").read_text())
-    assert cfg_json["tspd_task"]["name"] == "tspd.eval.tasks.chain"
+    assert cfg_json["tspd_task"]["name"] == "tspd.tasks.chain"
     assert cfg_json["tspd_task"]["fingerprint"] == chain.fingerprint() and cfg_json["tspd_task"]["gen_length"] == 192
     point = info["curve"][0]
     assert point["regime"]["vanilla_384"]["n"] == 1 and point["regime"]["fast"]["n"] == 2

@@ -12,7 +12,7 @@ import torch
 from conftest import layout_logits
 
 from tspd import generate, load_model
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks.generated import generated_task
 from tspd.models.loading import ZOO, Checkpoint, checkpoint_task
 
 OTHERS = sorted(p.name for p in ZOO.iterdir() if (p / "config.json").is_file()

@@ -21,13 +21,14 @@ COMMANDS = {
     "bench-forward": ("tspd.bench.forward", "where a full forward's time goes: kernels by kind, each speed lever"),
     "bench-loop": ("tspd.bench.loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
     "regime": ("tspd.eval.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
+    "dynamics": ("tspd.commands.dynamics", "a train-lm checkpoint's token-trace dynamics: the middle TSPD and CE read"),
     "controller-table": ("tspd.book.controller_table", "the README's controller table: every controller, CE and cache"),
     "cache-agreement": ("tspd.eval.cache_agreement_table", "where cached decodings part from their no-cache twin"),
     "lmeval-example": ("tspd.eval.lmeval_example", "run the README's lm-eval example and store what it measured"),
     "fill-records": ("tspd.book.spans", "rewrite the README's and the book's marked spans from the records"),
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
-THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-forward", "bench-loop", "regime",
+THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-forward", "bench-loop", "regime", "dynamics",
             "controller-table", "cache-agreement")
 
 

@@ -6,7 +6,7 @@ import json
 from tspd.decoding.config import DecodeConfig, add_decode_arguments
 from tspd.decoding.controllers import REGISTRY, check_policy
 from tspd.decoding.controllers.weights import check_controller_files
-from tspd.eval.tasks import render_prompt
+from tspd.tasks.base import render_prompt
 from tspd.models.loading import Checkpoint, add_model_arguments, load_model
 from tspd.validate import UsageError, check_device, check_dtype
 

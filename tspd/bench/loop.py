@@ -94,7 +94,7 @@ def prompts(model: LoadedModel, n: int, length: int, seed: int = 0) -> tuple[lis
     """``n`` prompts as token ids: the test split of the task a ``train-lm`` checkpoint names, else random ids."""
     spec = task_spec(model)
     if spec and model.tokenizer is not None:
-        from tspd.eval.tasks.generated import generated_task
+        from tspd.tasks.generated import generated_task
         task = generated_task(spec["name"])
         texts = [task.prompt(p) for p in task.load_split("test", n)]
         ids = [model.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]

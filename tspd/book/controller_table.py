@@ -24,8 +24,9 @@ import torch
 from tspd.book.notebook import base_run
 from tspd.decoding.names import slug
 from tspd.eval import experiments
-from tspd.eval.results import ResultsFile, phase_shares, wilson
-from tspd.eval.tasks.generated import row_answer
+from tspd.eval.results import ResultsFile, phase_shares
+from tspd.stats import wilson
+from tspd.tasks.generated import row_answer
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
@@ -65,7 +66,7 @@ def char_agreement(a: str, b: str) -> float:
 
 
 def agreement_with(rows: list[dict], ref: list[dict] | None, name: str, answer=lambda row: row["extracted"]) -> dict:
-    """Same text, same answer (``answer(row)``: :func:`tspd.eval.tasks.generated.row_answer` of the run's task)
+    """Same text, same answer (``answer(row)``: :func:`tspd.tasks.generated.row_answer` of the run's task)
     and character agreement with ``ref``'s rows of the same ids (fields ``same_text_as_<name>``, ...); None
     where no id is shared."""
     by_id = {r["id"]: r for r in ref or []}

@@ -116,7 +116,7 @@ def measure(spec: LookaheadSpec, progress: bool = True) -> dict:
 
     from tspd.decoding.loop import generate
     from tspd.eval.experiments import get_model
-    from tspd.eval.tasks import render_prompt
+    from tspd.tasks.base import render_prompt
     from tspd.training.traces import load_prompts
     lm = get_model(spec.model, spec.device, spec.dtype)
     texts = [render_prompt(q, lm.tokenizer, spec.chat) for q in load_prompts(spec.prompts, spec.n, spec.flan_source)]

@@ -18,7 +18,7 @@ import torch
 
 from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, result
 from tspd.eval.results import tpf
-from tspd.eval.tasks.generated import row_answer
+from tspd.tasks.generated import row_answer
 from tspd.provenance import device_name
 from tspd.models.loading import window
 
@@ -58,7 +58,7 @@ def agreement(reference: RunResult, run: RunResult) -> dict:
     """How often ``run`` gives what ``reference`` gives, over their common problems (Table 4, Pareto):
     ``n``, ``identical output (%)`` (the same text) and ``identical answer (%)`` (the same answer as the grade
     reads it: the extracted final answer, or the whole answer where the task grades it,
-    :func:`tspd.eval.tasks.generated.row_answer`)."""
+    :func:`tspd.tasks.generated.row_answer`)."""
     by_id = {s["id"]: s for s in run.samples}
     pairs = [(s, by_id[s["id"]]) for s in reference.samples if s["id"] in by_id]
     answer = row_answer(reference.config.task)

@@ -17,8 +17,8 @@ from tspd import markdown
 from tspd.book.loop_speed import share_text
 from tspd.book.record import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
-from tspd.eval.results import wilson
-from tspd.eval.tasks.generated import trained_task
+from tspd.stats import wilson
+from tspd.tasks.generated import trained_task
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.records import (bench_forward, bench_loop, bench_step, cache_agreement as agreement_record, controller_table,
                           fresh_clone, lmeval_example, regime, train_lm_evals, train_lm_probes)

@@ -8,7 +8,7 @@ source gives one (their numbers, :data:`tspd.eval.regime.ANCHORS`), and accuracy
 from __future__ import annotations
 
 from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
-from tspd.eval.results import wilson
+from tspd.stats import wilson
 from tspd.records import regime as regime_file
 
 

@@ -13,8 +13,8 @@ import shlex
 from pathlib import Path
 
 from tspd.eval.cache_agreement import Parting, as_dict, first_parting, summarise
-from tspd.eval.results import wilson
-from tspd.eval.tasks.generated import whole_answer_key
+from tspd.stats import wilson
+from tspd.tasks.generated import whole_answer_key
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.records import cache_agreement as record
 
@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tspd.models.loading import load_model
-    from tspd.eval.tasks.generated import trained_task
+    from tspd.tasks.generated import trained_task
     from tspd.provenance import device_name, git_revision
     out = Path(args.out)
     if args.markdown:

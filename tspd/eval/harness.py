@@ -123,7 +123,7 @@ def check_job(job: EvalJob, checkpoint: Checkpoint | None) -> None:
         return
     config, trained_on = job.config, checkpoint.trained_on
     if trained_on and checkpoint_task(checkpoint) == config.task:   # a train-lm checkpoint on its own task
-        from tspd.eval.tasks.generated import generated_task
+        from tspd.tasks.generated import generated_task
         task = generated_task(config.task)
         if trained_on != task.fingerprint():
             raise UsageError(f"{checkpoint.path} was trained on another version of {task.__name__} (task "

@@ -29,7 +29,7 @@ class Example:
     """What the three commands decode: the model and its task (``arith``, ``chain``), in lm-eval's spellings."""
 
     def __init__(self, model: str):
-        from tspd.eval.tasks.generated import trained_task
+        from tspd.tasks.generated import trained_task
         trained_task(model)   # one line where the model names no generated task
         self.model, self.task = model, checkpoint_task(model)
         self.model_args = f"pretrained={model},policy=fast-dllm,threshold=0.9"

@@ -35,7 +35,7 @@ from tspd.markdown import table as markdown_table
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
 from tspd.decoding.names import slug
-from tspd.eval.results import wilson
+from tspd.stats import wilson
 from tspd.models.loading import DEFAULT_MODEL, Checkpoint, load_model, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
 from tspd.records import regime as regime_file
@@ -282,7 +282,7 @@ def measure_checkpoint(model: str = DEFAULT_MODEL, cfg: RegimeConfig = RegimeCon
     ``window`` (gen_length, block_length; 0: the checkpoint's own) may only name the checkpoint's own, the window
     the record is of; ``command``: how the record says it was made (None: the ``python -m tspd regime`` options
     that make it)."""
-    from tspd.eval.tasks.generated import generated_task
+    from tspd.tasks.generated import generated_task
     checkpoint = Checkpoint.open(model)
     path, spec = checkpoint.path, task_spec(checkpoint)
     if not spec:

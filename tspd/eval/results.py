@@ -5,8 +5,7 @@ run's file may be stored packed, gzipped beside its name, as the controller tabl
 summary (:func:`summarize`) gives accuracy, NFE and throughput as the paper defines it (Appendix A.1:
 ``tps`` = sum of B * L_gen over batches / their summed wall time, each session's first batch left
 out as its warm-up when others exist) and the field's hardware-free measure of parallelism, TPF
-(:func:`tpf`: tokens per forward, as the d3LLM leaderboard counts them); :func:`wilson` is the interval
-of an accuracy that is compared. :func:`config_id` is the hash stored in every row, so rows of two
+(:func:`tpf`: tokens per forward, as the d3LLM leaderboard counts them). :func:`config_id` is the hash stored in every row, so rows of two
 configurations are never mixed. :mod:`tspd.eval.harness` writes these; :mod:`tspd.eval.experiments`,
 the controller table and the notebooks read them.
 """
@@ -15,7 +14,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import math
 import os
 import sys
 from collections import Counter
@@ -229,13 +227,3 @@ def phase_shares(rows: list[dict]) -> dict:
     return {"forward_ms": 1000 * total["forward_seconds"] / steps,
             "controller_pct_of_forward": 100 * total["controller_seconds"] / total["forward_seconds"],
             "ce_pct_of_forward": 100 * total["ce_seconds"] / total["forward_seconds"]}
-
-
-def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score 95 % interval of a proportion (Wilson, 1927): honest near 0 and 1, unlike +-1.96 SE."""
-    if n == 0:
-        return 0.0, 1.0
-    p = correct / n
-    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    lo, hi = (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
-    return (0.0 if correct == 0 else lo), (1.0 if correct == n else hi)   # exact where rounding would miss 0 or 1

@@ -13,6 +13,7 @@ module                                 written by                               
 :mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
 :mod:`~tspd.records.bench_forward`     ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
 :mod:`~tspd.records.regime`            ``python -m tspd regime``                       ``<checkpoint>/regime.json``
+:mod:`~tspd.records.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
@@ -35,6 +36,7 @@ OWNERS = {
     "bench step": ("tspd.records.bench_step", ('/ "gpu"',)),
     "bench forward": ("tspd.records.bench_forward", ('/ "forward"',)),
     "regime": ("tspd.records.regime", ('"regime.json"',)),
+    "dynamics": ("tspd.records.dynamics", ('"dynamics.json"',)),
     "train-lm evals": ("tspd.records.train_lm_evals", ('"evals.json"',)),
     "train-lm probes": ("tspd.records.train_lm_probes", ('"probes.json"',)),
     "pareto": ("tspd.book.pareto", ('"pareto.json"',)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tspd.eval.results import wilson
+from tspd.stats import wilson
 from tspd.models.loading import DEFAULT_MODEL, CheckpointError, resolve_path
 from tspd.records.files import read_json, shown, write_json
 

@@ -58,7 +58,7 @@ def mask_answer(answer: torch.Tensor, t: torch.Tensor, eos_id: int | None, maski
     the ``prefix`` and ``causal`` cuts, so that a cut never falls in the padding.
 
     ``clean`` ``[B, 1]`` (optional): rows with a positive value are masked ``causal``-ly whatever the
-    scheme, with the cut at or after that many tokens (an altered solution, :func:`tspd.eval.tasks.arith.
+    scheme, with the cut at or after that many tokens (an altered solution, :func:`tspd.tasks.arith.
     altered`, whose altered line must stay visible for the rest of it to make sense). ``until`` ``[B, 1]``
     (optional, with ``clean``): rows with a positive value score only their first ``until`` tokens, and
     their cut falls before that (a partial alteration: what follows is not a solution to learn).

@@ -1,4 +1,4 @@
-"""Teacher-forced probes: what a masked-diffusion LM has learned on :mod:`tspd.eval.tasks.arith`.
+"""Teacher-forced probes: what a masked-diffusion LM has learned on :mod:`tspd.tasks.arith`.
 
 A *teacher-forced probe* puts the reference solution in the answer window, exactly as training does
 (answer, then EOS up to ``gen_length``, the question left-padded before it), replaces ONE span of it
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tspd.eval.tasks import arith
+from tspd.tasks import arith
 
 ROLES = ("operand_question", "operand_result", "result*", "result+", "result-", "result/", "final")
 # run_probes' keys, a fixed order for CSV columns: the fraction right per role (None where the problems
@@ -217,7 +217,7 @@ def counterfactual(model, tokenizer, problems: list[dict], gen_length: int, *, m
                    batch: int = 128, after: bool = False) -> dict[str, int]:
     """``{"copied", "recomputed", "other", "n", "copied_valid", "n_valid"}`` over the problems with a
     :func:`counterfactual_case`; ``*_valid`` counts only the cases whose ``x'`` keeps every later line a
-    valid one (:func:`tspd.eval.tasks.arith.keeps_valid`), the others ask the model to copy a value into
+    valid one (:func:`tspd.tasks.arith.keeps_valid`), the others ask the model to copy a value into
     a line that cannot be completed (``x' - 40`` with ``x' < 40``, an inexact quotient).
 
     With ``after`` everything after the masked operand is masked too, so the later lines cannot tell the

@@ -1,4 +1,5 @@
-"""Teacher-forced probes of :mod:`tspd.eval.tasks.roster`: has the model learned that a line's chores agree?
+"""Teacher-forced probes of :mod:`tspd.tasks.roster` (and of its styled variant, :mod:`tspd.tasks.styled`: any
+task with roster's day lines, a ``LINE`` pattern): has the model learned that a line's chores agree?
 
 As in :mod:`tspd.training.probes`, the reference plan sits in the answer window (EOS fill after it, the
 question left-padded before it), a few of its tokens are replaced by the mask token, one forward runs and the
@@ -18,22 +19,23 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
+from types import ModuleType
 
 import torch
 
-from tspd.eval.tasks import roster
+from tspd.tasks import roster
 from tspd.training.probes import _encode, _predict, _window, token_positions
 
 COLUMNS = ("probe_chore", "probe_pair", "probe_day", "one_pass_lines")
-_LINE = re.compile(r"On day (\d+) they will (.*)\.$")
 _CHORE = re.compile(r"\w+")
 
 
-def cells(problem: dict) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
+def cells(problem: dict, task: ModuleType = roster) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
     """Per day line of the reference answer, the character spans of its day number and of each chore."""
     out, start = [], 0
     for text in problem["answer"].split("\n"):
-        m = _LINE.match(text)
+        m = task.LINE.match(text)
         if m:
             chores = [(start + m.start(2) + c.start(), start + m.start(2) + c.end())
                       for c in _CHORE.finditer(m.group(2)) if c.group() != "and"]
@@ -42,14 +44,14 @@ def cells(problem: dict) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
     return out
 
 
-def _items(tokenizer, problems: list[dict], gen_length: int, seed: int):
+def _items(tokenizer, problems: list[dict], gen_length: int, seed: int, task: ModuleType):
     """``{probe: [(item, gold), ...]}``: the masked places of every probe over every day line."""
     out = {"probe_chore": [], "probe_pair": [], "probe_day": []}
     for p in problems:
         rng = random.Random(f"{seed}-{p['question']}")
         ids, offsets = _encode(tokenizer, p["answer"])
-        prompt, window = _encode(tokenizer, roster.prompt(p))[0], _window(tokenizer, ids, gen_length)
-        for day, chores in cells(p):
+        prompt, window = _encode(tokenizer, task.prompt(p))[0], _window(tokenizer, ids, gen_length)
+        for day, chores in cells(p, task):
             places = [token_positions(offsets, *chore) for chore in chores]
             one = rng.randrange(len(places))
             two = sorted(rng.sample(range(len(places)), 2))
@@ -67,20 +69,30 @@ def _pair_right(pred: list[int], gold: list[int]) -> bool:
 
 @torch.no_grad()
 def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
-               batch: int = 128) -> dict[str, float | None]:
+               batch: int = 128, task: ModuleType = roster) -> dict[str, float | None]:
     """The probes of this module as one flat dict with the keys of :data:`COLUMNS` (None: no instance)."""
     row = {}
-    for key, items in _items(tokenizer, problems, gen_length, seed).items():
+    for key, items in _items(tokenizer, problems, gen_length, seed, task).items():
         preds = _predict(model, tokenizer, [i for i, _ in items], gen_length, mask_id, batch)
         check = _pair_right if key == "probe_pair" else (lambda pred, gold: pred == gold)
         row[key] = sum(check(pred, gold) for pred, (_, gold) in zip(preds, items)) / len(items) if items else None
-    whole = [(_encode(tokenizer, roster.prompt(p))[0], [mask_id] * gen_length, list(range(gen_length)), gen_length)
+    whole = [(_encode(tokenizer, task.prompt(p))[0], [mask_id] * gen_length, list(range(gen_length)), gen_length)
              for p in problems]
     texts = [tokenizer.decode([t for t in pred if t != tokenizer.eos_token_id])
              for pred in _predict(model, tokenizer, whole, gen_length, mask_id, batch)]
-    ok, total = roster.line_accuracy(problems, texts)["line"]
+    ok, total = task.line_accuracy(problems, texts)["line"]
     row["one_pass_lines"] = ok / total if total else None
     return {k: row[k] for k in COLUMNS}
 
 
-__all__ = ["COLUMNS", "cells", "run_probes"]
+@dataclass(frozen=True)
+class LineProbes:
+    """This module's probes bound to one task with roster's day lines (what ``train-lm``'s evaluation calls)."""
+    task: ModuleType
+    COLUMNS = COLUMNS
+
+    def run_probes(self, model, tokenizer, problems: list[dict], gen_length: int, **kwargs) -> dict[str, float | None]:
+        return run_probes(model, tokenizer, problems, gen_length, task=self.task, **kwargs)
+
+
+__all__ = ["COLUMNS", "cells", "run_probes", "LineProbes"]

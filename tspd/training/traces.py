@@ -35,7 +35,7 @@ from tspd.decoding.config import POLICY_OPTIONS, DecodeConfig, add_decode_argume
 from tspd.decoding.controllers import Controller, StepView, make_controller
 from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.loop import generate
-from tspd.eval.tasks import render_prompt
+from tspd.tasks.base import render_prompt
 from tspd.models.loading import DEFAULT_MODEL, add_model_arguments, default_task
 from tspd.records.files import read_jsonl
 
@@ -217,7 +217,7 @@ def own_traces(model=None) -> str:
 def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> list[str]:
     """``<task>-traces`` (a generated task's traces split: ``arith-traces``, ``chain-traces``), ``flan``, or a
     .jsonl / .txt file."""
-    from tspd.eval.tasks.generated import GENERATED
+    from tspd.tasks.generated import GENERATED
     task = source[:-len(TRACES_SPLIT)] if source.endswith(TRACES_SPLIT) else None
     if task in GENERATED:
         module = GENERATED[task]

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from tspd.eval.regime import REGIME_COLUMNS
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks.generated import generated_task
 from tspd.models.loading import LoadedModel, special_tokens
 from tspd.options import from_args
 from tspd.provenance import device_name, git_revision

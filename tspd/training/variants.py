@@ -27,7 +27,7 @@ from tspd.decoding.controllers.weights import save_controller
 from tspd.eval.experiments import REPO_ROOT, get_model, model_fingerprint
 from tspd.models.loading import DEFAULT_MODEL, window
 from tspd.provenance import settings_digest
-from tspd.eval.tasks import render_prompt
+from tspd.tasks.base import render_prompt
 from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces, save_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
 from tspd.records.files import write_atomic

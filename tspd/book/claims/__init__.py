@@ -9,7 +9,7 @@ from tspd.book.claims import runs, store, traces
 from tspd.book.claims.stats import (FAILS, HOLDS, MIN_N, OPEN, Claim, Finding, accuracy_gap, band_verdict,
                                     cluster_bootstrap, compare, mean_ratio, paired_bootstrap, verdict)
 from tspd.book.claims.store import NOTEBOOKS, beside, load, load_all, page_rows, report, tally
-from tspd.eval.results import wilson   # the accuracy intervals the claims compare
+from tspd.stats import wilson   # the accuracy intervals the claims compare
 
 __all__ = ["FAILS", "HOLDS", "MIN_N", "OPEN", "Claim", "Finding", "accuracy_gap", "band_verdict",
            "cluster_bootstrap", "compare", "mean_ratio", "paired_bootstrap", "verdict", "wilson", "runs", "traces",

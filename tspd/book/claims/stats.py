@@ -20,9 +20,11 @@ accurate".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
+
+from tspd.stats import cluster_bootstrap, joint_bootstrap, paired_bootstrap, percentile_interval  # noqa: F401 (the claims' API)
 
 HOLDS, FAILS, OPEN = "holds", "does not hold", "inconclusive"
 MIN_N = 30   # fewer problems (or prompts) than this: no verdict but "inconclusive"
@@ -42,57 +44,6 @@ def band_verdict(lo: float, hi: float, low: float, high: float) -> str:
     if lo > hi:
         raise ValueError(f"empty interval [{lo}, {hi}]")
     return HOLDS if low <= lo and hi <= high else FAILS if hi < low or lo > high else OPEN
-
-
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], stat: Callable[[np.ndarray, np.ndarray], float],
-                     n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
-    """``stat(a, b)`` on the problems, and its percentile interval over problems resampled in pairs."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
-        raise ValueError(f"need two equally long, non-empty per-problem series, got {a.shape} and {b.shape}")
-    return joint_bootstrap([a, b], stat, n_boot, seed, level)
-
-
-def joint_bootstrap(series: Sequence, stat: Callable[..., float], n_boot: int = 2000, seed: int = 0,
-                    level: float = 0.95) -> tuple[float, float, float]:
-    """``stat(*series)`` and its percentile interval, every series resampled with the same problems.
-
-    Each series holds one entry per problem along its first axis (a row of several columns per
-    problem is allowed: correct, generated tokens, forwards), all in the same problem order; this is
-    how statistics of several runs at once (AUP over a threshold sweep) keep their pairing.
-    """
-    arrays = [np.asarray(s, dtype=float) for s in series]
-    n = len(arrays[0]) if arrays else 0
-    if n == 0 or any(len(x) != n for x in arrays):
-        raise ValueError(f"need non-empty per-problem series of one length, got {[len(x) for x in arrays]}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    boots = np.array([stat(*(x[i] for x in arrays)) for i in idx])
-    return (float(stat(*arrays)), *percentile_interval(boots, level))
-
-
-def cluster_bootstrap(clusters: Sequence, stat: Callable[[list], float], n_boot: int = 2000, seed: int = 0,
-                      level: float = 0.95) -> tuple[float, float, float]:
-    """``stat(clusters)`` and its percentile interval over clusters (e.g. prompts) resampled whole."""
-    clusters = list(clusters)
-    if not clusters:
-        raise ValueError("need at least one cluster")
-    rng = np.random.default_rng(seed)
-    boots = []
-    for idx in rng.integers(0, len(clusters), size=(n_boot, len(clusters))):
-        value = stat([clusters[i] for i in idx])
-        if np.isfinite(value):          # a resample without the data the statistic needs is skipped
-            boots.append(value)
-    if not boots:
-        raise ValueError("the statistic is undefined on every resample")
-    return (float(stat(clusters)), *percentile_interval(np.array(boots), level))
-
-
-def percentile_interval(boots: np.ndarray, level: float) -> tuple[float, float]:
-    """The percentile interval of bootstrap values at ``level`` (0.95: their 2.5th and 97.5th percentiles)."""
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(boots, [tail, 100 - tail])
-    return float(lo), float(hi)
 
 
 def accuracy_gap(a, b) -> float:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from tspd.book.claims.stats import Claim, Finding, cluster_bootstrap, percentile_interval
+from tspd.eval.dynamics import DynamicsConfig, fig1_counts, flip_gap_of
 
 
 @dataclass
@@ -49,27 +50,12 @@ def flip_states(data: dict, window: int) -> FlipStates:
 
 def flip_gap(states: FlipStates, unstable_std: float, bins: int, **boot) -> Finding:
     """Figure 1: P_flip(unstable) - P_flip(stable) within confidence bins, averaged over the bins that
-    hold both kinds of state (weighted by their states), in points; prompts resampled."""
-    which = torch.bucketize(states.conf.clamp(0, 1 - 1e-9), torch.linspace(0, 1, bins + 1)[1:-1], right=True)
-    unstable = (states.spread > unstable_std).long()
-    per_prompt = []
-    for p in states.prompt.unique().tolist():
-        sel = states.prompt == p
-        counts = np.zeros((bins, 2, 2))     # bin x (stable, unstable) x (states, flips)
-        np.add.at(counts, (which[sel].numpy(), unstable[sel].numpy(), 0), 1)
-        np.add.at(counts, (which[sel].numpy(), unstable[sel].numpy(), 1), states.flip[sel].numpy())
-        per_prompt.append(counts)
-
-    def stat(clusters) -> float:
-        c = np.sum(clusters, axis=0)
-        both = (c[:, 0, 0] > 0) & (c[:, 1, 0] > 0)
-        if not both.any():
-            return float("nan")
-        rate = c[both, :, 1] / c[both, :, 0]
-        weight = c[both, :, 0].sum(1)
-        return 100.0 * float(np.sum(weight * (rate[:, 1] - rate[:, 0])) / weight.sum())
-
-    value, lo, hi = cluster_bootstrap(per_prompt, stat, **boot)
+    hold both kinds of state (weighted by their states), in points; prompts resampled
+    (:func:`tspd.eval.dynamics.flip_gap_of`, the dynamics record's measure)."""
+    cfg = DynamicsConfig(moved_std=unstable_std, bins=bins)
+    per_prompt = [fig1_counts(states.conf[sel], states.spread[sel], states.flip[sel].bool(), cfg)
+                  for sel in (states.prompt == p for p in states.prompt.unique().tolist())]
+    value, lo, hi = cluster_bootstrap(per_prompt, flip_gap_of, **boot)
     return Finding("P_flip unstable - stable within a confidence bin (points)", value, lo, hi, len(per_prompt), 0.0)
 
 

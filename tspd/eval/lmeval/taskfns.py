@@ -3,7 +3,7 @@
 The tasks are offline and grade exactly as the project harness does (:mod:`tspd.eval.tasks`):
 
 - ``tspd_arith``, ``tspd_chain`` and ``tspd_roster``: the 500 held-out problems of the generated task
-  (:mod:`tspd.eval.tasks.arith`, :mod:`tspd.eval.tasks.chain`, :mod:`tspd.eval.tasks.roster`), generated
+  (:mod:`tspd.tasks.arith`, :mod:`tspd.tasks.chain`, :mod:`tspd.tasks.roster`), generated
   locally (no file to go stale when the task changes); prompt = the question; graded by the task's own
   ``grade`` (arith and chain: exact match of the ``#### N`` number; roster: the whole answer). They differ only
   in the task module: one pair of functions serves all (:func:`generated_dataset`, :func:`process_generated`).

@@ -1,24 +1,25 @@
-"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain and roster.
+"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster and styled.
 
 Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
 ``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
-see :class:`tspd.eval.tasks.base.Task`.
+see :class:`tspd.tasks.base.Task`.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from tspd.eval.tasks.arith import Arith
-from tspd.eval.tasks.chain import Chain
-from tspd.eval.tasks.base import Task, cut_at_stop, render_prompt, use_chat
+from tspd.tasks.arith import Arith
+from tspd.tasks.chain import Chain
+from tspd.tasks.base import Task, cut_at_stop, render_prompt, use_chat
 from tspd.eval.tasks.competition_math import MATH, MATH500
 from tspd.eval.tasks.data import ENV_VAR, TaskDataError, default_data_dir
 from tspd.eval.tasks.gsm8k import GSM8K
 from tspd.eval.tasks.humaneval import HumanEval
 from tspd.eval.tasks.mbpp import MBPP
-from tspd.eval.tasks.roster import Roster
+from tspd.tasks.roster import Roster
+from tspd.tasks.styled import Styled
 
-TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain, Roster)}
+TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain, Roster, Styled)}
 
 __all__ = ["TASKS", "ENV_VAR", "Task", "TaskDataError", "cut_at_stop", "default_data_dir", "get_task",
            "render_prompt", "use_chat"]

@@ -8,7 +8,7 @@ completion against the reference answer (MATH-500's ``answer`` field; for the fu
 from __future__ import annotations
 
 from tspd.eval import grading
-from tspd.eval.tasks.base import Task
+from tspd.tasks.base import Task
 from tspd.eval.tasks.data import TaskDataError, data_file, load_hub, read_data
 
 # Four worked examples: a linear equation, a counting fact, a fraction and an interval answer, so

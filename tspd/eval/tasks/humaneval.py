@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from tspd.eval.sandbox import Limits
-from tspd.eval.tasks.base import Task
+from tspd.tasks.base import Task
 from tspd.eval.tasks.code import extract_code, run_tests
 from tspd.eval.tasks.data import data_file, load_hub, read_data
 

@@ -20,7 +20,7 @@ Reference code is stored with CRLF line ends; they are turned into LF everywhere
 from __future__ import annotations
 
 from tspd.eval.sandbox import Limits
-from tspd.eval.tasks.base import Task
+from tspd.tasks.base import Task
 from tspd.eval.tasks.code import extract_code, run_tests
 from tspd.eval.tasks.data import data_file, load_hub, read_data
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks.generated import generated_task
 from tspd.models.config import LLaDAConfig
 from tspd.models.dream import DreamConfig, DreamModelLM
 from tspd.models.llada import LLaDAModelLM

@@ -10,7 +10,7 @@ import argparse
 import shlex
 from dataclasses import asdict, dataclass
 
-from tspd.eval.tasks.generated import GENERATED, MIX_ONLY, generated_task
+from tspd.tasks.generated import GENERATED, MIX_ONLY, generated_task
 from tspd.options import add_dataclass_arguments
 from tspd.training.masking import SCHEMES
 from tspd.validate import check_device

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from tspd.eval.tasks import arith
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks import arith
+from tspd.tasks.generated import generated_task
 from tspd.models.char_tokenizer import build_tokenizer
 from tspd.models.subword_tokenizer import train_tokenizer
 from tspd.training.lm.config import LMTrainConfig, tasks

@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 
 from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headline
-from tspd.eval.tasks import arith, roster
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks import arith
+from tspd.tasks.generated import generated_task
 from tspd.training import probes, roster_probes
 from tspd.records import train_lm_evals, train_lm_probes
 from tspd.training.lm.config import LMTrainConfig
@@ -31,8 +31,9 @@ EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *RE
 
 
 def task_probes(task):
-    """The teacher-forced probes of ``task``'s answers: roster's own, arith's for the arithmetic tasks."""
-    return roster_probes if task is roster else probes
+    """The teacher-forced probes of ``task``'s answers: roster's own for the tasks with its day lines (roster,
+    styled), arith's for the arithmetic tasks."""
+    return roster_probes.LineProbes(task) if hasattr(task, "LINE") else probes
 
 
 @torch.no_grad()

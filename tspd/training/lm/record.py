@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 from tspd import markdown
-from tspd.eval.results import wilson
-from tspd.eval.tasks.generated import generated_task
+from tspd.stats import wilson
+from tspd.tasks.generated import generated_task
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
 from tspd.training import probes
@@ -59,9 +59,14 @@ ROSTER_PROBES = {"probe_chore": "one chore of a line masked", "probe_pair": "two
                  "probe_day": "a day number masked", "one_pass_lines": "day lines in one forward"}
 
 
+def has_lines(task: str) -> bool:
+    """Whether ``task`` writes roster's day lines (roster, styled), probed by ``tspd.training.roster_probes``."""
+    return hasattr(generated_task(task), "LINE")
+
+
 def curve_probes(task: str) -> dict[str, str]:
     """The probes a task's learning curve shows: ``{column: name}``."""
-    return ROSTER_PROBES if task == "roster" else CURVE_PROBES
+    return ROSTER_PROBES if has_lines(task) else CURVE_PROBES
 
 
 REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fast_loss": "Fast-dLLM 0.9: points lost",
@@ -94,7 +99,7 @@ def probe_table(probed: dict, task: str = "arith") -> list[str]:
     answer visible and with everything after the span masked (roster: its own probes)."""
     if not probed:
         return ["No probes are recorded for this checkpoint."]
-    if task == "roster":
+    if has_lines(task):
         head = ["## Teacher-forced probes (`tspd.training.roster_probes`: the reference plan in the window, a "
                 "few tokens masked, one forward)", "", f"On the first {int(probed['n'])} test problems, every day line.", ""]
         return head + markdown.table(["probe", "right"], [[name, _pct(probed.get(k))] for k, name in ROSTER_PROBES.items()]) \
@@ -130,7 +135,7 @@ def write_training_md(out: Path, info: dict) -> None:
     task = info.get("task", "arith")
     kind, objective = OBJECTIVES[info.get("objective", "diffusion")]
     lines = [f"# {'tiny-arith' if task == 'arith' else out.name}: training record", "",
-             f"{kind} ({LAYOUTS[info.get('arch', 'llada')]}) trained with {objective} on `tspd.eval.tasks.{task}` "
+             f"{kind} ({LAYOUTS[info.get('arch', 'llada')]}) trained with {objective} on `tspd.tasks.{task}` "
              f"({generated_task(task).SUMMARY}). Written by `python -m tspd train-lm`.", "",
              f"- status: {info['status']}",
              f"- command: `{info['command']}`",
@@ -145,7 +150,7 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("resumes"):
         lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
     if info.get("curve"):
-        probed_by = "`tspd.training.roster_probes`" if task == "roster" else \
+        probed_by = "`tspd.training.roster_probes`" if has_lines(task) else \
             "`tspd.training.probes`, with everything after the span masked"
         lines += [f"## Learning curve (held-out, 1 token per step; teacher-forced probes: {probed_by})", ""]
         lines += markdown.table(["step", "training minutes", "loss", "accuracy", "n", *curve_probes(task).values()],
@@ -158,7 +163,7 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("probes"):
         lines += probe_table(info["probes"], task)
     if info.get("evals"):
-        lines += [f"## Held-out accuracy (`tspd.eval.tasks.{info.get('task', 'arith')}` test split, gen_length "
+        lines += [f"## Held-out accuracy (`tspd.tasks.{info.get('task', 'arith')}` test split, gen_length "
                   f"{info['gen_length']}, block_length {info['block_length']})", ""]
         lines += sweep_table(info["evals"])
         lines.append("")

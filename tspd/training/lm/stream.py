@@ -22,7 +22,7 @@ import threading
 import torch
 import torch.multiprocessing
 
-from tspd.eval.tasks.generated import generated_task
+from tspd.tasks.generated import generated_task
 from tspd.training.lm.config import LMTrainConfig, mixes, tasks, windows
 from tspd.training.lm.data import Batch, make_batch
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 import random
 import re
 
-from tspd.eval.tasks import arith, splits
-from tspd.eval.tasks.arith import Arith, extract_answer
-from tspd.eval.tasks.splits import Splits
+from tspd.tasks import arith, splits
+from tspd.tasks.arith import Arith, extract_answer
+from tspd.tasks.splits import Splits
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}
 GEN_LENGTH, BLOCK_LENGTH = 256, 32          # the paper's window and block (Table 1)
@@ -79,12 +79,13 @@ def prompt(problem: dict | str) -> str:
 # --------------------------------------------------------------------------------------------
 # Grading the whole answer
 # --------------------------------------------------------------------------------------------
-_LINE = re.compile(r"On day (\d+) they will (.*)\.$")
+# group 1: the day, group 2: the chores with their separators (the probes of tspd.training.roster_probes read it)
+LINE = re.compile(r"On day (\d+) they will (.*)\.$")
 
 
 def parse_line(text: str) -> tuple[int, list[str]] | None:
     """``(day, [chore, ...])`` of one written line, or None when it is not a roster line."""
-    m = _LINE.match(text.strip())
+    m = LINE.match(text.strip())
     if not m:
         return None
     head, _, last = m.group(2).rpartition(" and ")
@@ -94,9 +95,10 @@ def parse_line(text: str) -> tuple[int, list[str]] | None:
     return int(m.group(1)), chores
 
 
-def line_fault(problem: dict, day: int, text: str) -> str | None:
-    """Why ``text`` is not a right line for day ``day`` of ``problem``, or None."""
-    parsed = parse_line(text)
+def line_fault(problem: dict, day: int, text: str, parse=parse_line) -> str | None:
+    """Why ``text`` is not a right line for day ``day`` of ``problem``, or None (``parse``: a task's
+    :func:`parse_line`)."""
+    parsed = parse(text)
     if parsed is None:
         return f"day {day}: not a roster line: {text.strip()[:60]!r}"
     d, chores = parsed
@@ -118,14 +120,15 @@ def plan_lines(text: str | None) -> list[str]:
     return [s for s in (text or "").partition("####")[0].strip().split("\n") if s.strip()]
 
 
-def fault(problem: dict, text: str) -> str | None:
-    """Why ``text`` is not a right answer to ``problem`` (the first fault found), or None when it is."""
+def fault(problem: dict, text: str, parse=parse_line) -> str | None:
+    """Why ``text`` is not a right answer to ``problem`` (the first fault found), or None when it is
+    (``parse``: a task's :func:`parse_line`)."""
     lines, sep = plan_lines(text), "####" in (text or "")
     days = problem["days"]
     for day in range(1, days + 1):
         if day > len(lines):
             return f"day {day} is missing"
-        if why := line_fault(problem, day, lines[day - 1]):
+        if why := line_fault(problem, day, lines[day - 1], parse):
             return why
     if len(lines) > days:
         return f"{len(lines) - days} line(s) after day {days}"
@@ -144,14 +147,15 @@ def right(problem: dict, text: str) -> bool:
     return fault(problem, text) is None
 
 
-def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
-    """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days."""
+def line_accuracy(problems: list[dict], texts: list[str], parse=parse_line) -> dict[str, list[int]]:
+    """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days (``parse``: a
+    task's :func:`parse_line`)."""
     ok = total = 0
     for p, text in zip(problems, texts):
         lines = plan_lines(text)
         for day in range(1, p["days"] + 1):
             total += 1
-            ok += day <= len(lines) and line_fault(p, day, lines[day - 1]) is None
+            ok += day <= len(lines) and line_fault(p, day, lines[day - 1], parse) is None
     return {"line": [ok, total]}
 
 
@@ -167,8 +171,9 @@ class Roster(Arith):
     """Graded on the whole answer (:func:`fault`): any valid plan is right."""
     name = "roster"
     problems = staticmethod(load_split)
+    fault = staticmethod(fault)         # why an answer is wrong (a variant of the task names its own)
 
     def grade(self, sample: dict, completion: str) -> dict:
-        why = fault(sample, completion)
+        why = self.fault(sample, completion)
         return {"correct": why is None, "reason": why, "extracted": extract_answer(completion),
                 "gold": sample["final"]}

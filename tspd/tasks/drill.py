@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from tspd.eval.tasks import chain
+from tspd.tasks import chain
 
 GEN_LENGTH = 96                         # about 3-5 lines of chain; a prompt of a few tokens
 QUESTION = "Check the lines:"           # the same for every drill: nothing to compute from

@@ -1,7 +1,7 @@
 """``chain``: long GSM8K-style word problems with the freedom real text has (a task for the regime model;
 ``results/training/`` holds the records of the models trained on it).
 
-Why a second task: :mod:`tspd.eval.tasks.arith` answers in 3-4 short lines that a small model writes in
+Why a second task: :mod:`tspd.tasks.arith` answers in 3-4 short lines that a small model writes in
 one pass, so every parallel decoder finishes in two forwards and the book could not tell them apart.
 LLaDA-8B on GSM8K writes 100-200 tokens in a 256-token window, and the first tokens of a sentence stay
 uncertain until the text to their left is fixed (Fast-dLLM at threshold 0.9: 2.8 tokens per forward).
@@ -25,11 +25,11 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from tspd.eval.tasks import arith
-from tspd.eval.tasks.arith import (altered, extract_answer, keeps_valid, line_accuracy,   # noqa: F401 (the task API)
+from tspd.tasks import arith
+from tspd.tasks.arith import (altered, extract_answer, keeps_valid, line_accuracy,   # noqa: F401 (the task API)
                                     prompt, right, template_accuracy)
-from tspd.eval.tasks import splits
-from tspd.eval.tasks.splits import Splits
+from tspd.tasks import splits
+from tspd.tasks.splits import Splits
 
 _LINE = arith._LINE                           # the line parser the probes use
 SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
@@ -249,7 +249,7 @@ def make_problem(rng: random.Random) -> dict:
                 "final": str(final)}
 
 
-# The splits and the prompt work as arith's (tspd.eval.tasks.splits: by question hash, fixed held-out lists)
+# The splits and the prompt work as arith's (tspd.tasks.splits: by question hash, fixed held-out lists)
 _SPLITS = Splits("chain", make_problem, SPLIT_SIZES)
 split_of = splits.split_of
 load_split = _SPLITS.load          # first n problems of "test" / "traces" (all when n is None); "train" needs n

@@ -33,9 +33,9 @@ import random
 import re
 from typing import Callable, Iterator
 
-from tspd.eval.tasks import splits
-from tspd.eval.tasks.base import Task
-from tspd.eval.tasks.splits import Splits
+from tspd.tasks import splits
+from tspd.tasks.base import Task
+from tspd.tasks.splits import Splits
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}   # fixed held-out sets; ``train`` is an infinite stream
 GEN_LENGTH, BLOCK_LENGTH = 64, 32             # the window the task is sized for (written into checkpoints)

@@ -12,14 +12,15 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Callable
 
-from tspd.eval.tasks import arith, chain, drill, roster
+from tspd.tasks import arith, chain, drill, roster, styled
 
-GENERATED: dict[str, ModuleType] = {"arith": arith, "chain": chain, "drill": drill, "roster": roster}
+GENERATED: dict[str, ModuleType] = {"arith": arith, "chain": chain, "drill": drill, "roster": roster,
+                                 "styled": styled}
 MIX_ONLY = {"drill"}   # shares of another task's batches (--mix-tasks), never a --task of their own
 
 
 def generated_task(name: str) -> ModuleType:
-    """The task module called ``name`` (``arith``, ``chain``, or a checkpoint's ``tspd.eval.tasks.chain``)."""
+    """The task module called ``name`` (``arith``, ``chain``, or a checkpoint's ``tspd.tasks.chain``)."""
     key = name.rsplit(".", 1)[-1]
     if key not in GENERATED:
         raise ValueError(f"unknown generated task {name!r} (known: {', '.join(GENERATED)})")

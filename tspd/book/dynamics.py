@@ -1,0 +1,101 @@
+"""The regime page's dynamics section: does each model's confidence have the middle that TSPD and CE read
+(paper Section 3), and does the method's gain grow with it? (beyond the paper)
+
+The record is ``dynamics.json`` in the checkpoint directory (:mod:`tspd.records.dynamics`), measured by
+:mod:`tspd.eval.dynamics` (``python -m tspd dynamics``: only the problems it lacks). This module presents it: the
+shares with their 95 % intervals over prompts, the targets a model with the paper's middle is held to
+(:data:`tspd.eval.dynamics.TARGETS`), what LLaDA-8B shows (:data:`THEIRS`: other papers' numbers, labelled as
+theirs), and one figure: TSPD + CE's forwards relative to Fast-dLLM's against the model's right-but-unsure share.
+"""
+from __future__ import annotations
+
+from tspd.eval.dynamics import DynamicsConfig, measure_checkpoint, targets
+from tspd.records import dynamics as dynamics_file
+
+# LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here).
+THEIRS = [
+    ("a right answer appears at some intermediate step", "80.5 % of problems, against 68.5 % right at the end",
+     "Time Is a Feature (arXiv 2508.09138)"),
+    ("already answered right at half the refinement steps", "97 % of problems", "Prophet (arXiv 2508.19982)"),
+    ("within a confidence bin, unstable traces flip more often than stable ones", "described, no data in the tex",
+     "the paper, Fig. 1"),
+]
+
+
+def dynamics_record(model: str, n: int = DynamicsConfig.n, batch: int = DynamicsConfig.batch, device: str = "cpu",
+                    as_recorded: bool = False) -> dict:
+    """The notebook's call of :func:`tspd.eval.dynamics.measure_checkpoint` (quiet): ``as_recorded``: a model that
+    has a record keeps its own settings in place of these (read back as measured, not extended to this page's n)."""
+    stored = dynamics_file.load(model) if as_recorded else None
+    cfg = DynamicsConfig(**stored["config"]) if stored else DynamicsConfig(n=n, batch=batch)
+    return measure_checkpoint(model, cfg, device=device, command=(stored or {}).get("command") or
+                              f"python -m tspd dynamics --model {model} --n {cfg.n}", log=lambda s: None)
+
+
+def _cell(v: dict | None, digits: int = 1) -> str:
+    return "" if v is None else f"{v['value']:.{digits}f} [{v['lo']:.{digits}f}, {v['hi']:.{digits}f}]"
+
+
+def dynamics_table(records: dict[str, dict]) -> list[dict]:
+    """A row per measure, a column per model: value [95 % interval over prompts]."""
+    measures = [("answer tokens (problems)", lambda s: f"{s['answer_tokens']} ({s['prompts']})"),
+                ("certain at their block's first forward, %", lambda s: _cell(s["certain_first"])),
+                ("right but unsure (>= 2 steps final at conf 0.5-0.9), %", lambda s: _cell(s["unsure"])),
+                ("cross 0.9 after a rise of >= 3 steps, %", lambda s: _cell(s["rise_crossed"])),
+                ("cross 0.9 after the first forward, %", lambda s: _cell(s["crossed"])),
+                ("moved traces, % of token-steps at conf 0.3-0.9", lambda s: _cell(s["moved_middle"])),
+                ("Fig. 1: P_flip moved - steady, points", lambda s: _cell(s["flip_gap"])),
+                ("EGP / Fast-dLLM 0.9 forwards (the oracle's headroom)",
+                 lambda s: _cell(s["oracle"]["egp_over_fast"], 2)),
+                ("TSPD + CE / Fast-dLLM 0.9 forwards", lambda s: _cell((s.get("tspd_ce") or {}).get("over_fast"), 2)),
+                ("right answers: vanilla / Fast-dLLM / TSPD + CE",
+                 lambda s: " / ".join(str(s.get(f"{k}_correct", "-")) for k in ("vanilla", "fast", "tspd_ce")))]
+    return [{"measure": name, **{label: get(r["summary"]) for label, r in records.items()}} for name, get in measures]
+
+
+def band_table(records: dict[str, dict]) -> list[dict]:
+    """Per model and confidence band: token-steps before commit, and how often the argmax is not the final token
+    for steady and for recently-moved traces (Fig. 1's definition; states with 4 steps of history)."""
+    return [{"model": label, "confidence": b["band"], "token-steps": b["token_steps"],
+             "steady: states": b["steady_states"], "steady: P_flip, %": _cell(b["steady_flip"]),
+             "moved: states": b["moved_states"], "moved: P_flip, %": _cell(b["moved_flip"])}
+            for label, r in records.items() for b in r["summary"]["bands"]]
+
+
+def target_table(records: dict[str, dict]) -> list[dict]:
+    """A row per target of :data:`tspd.eval.dynamics.TARGETS`, a column per model: value [interval], met or not."""
+    rows: dict[str, dict] = {}
+    for label, r in records.items():
+        for t in targets(r["summary"]):
+            row = rows.setdefault(t["target"], {"target": t["what"], "bound": f">= {t['bound']:g}"})
+            row[label] = ("-" if t["value"] is None else
+                          f"{t['value']:.1f} [{t['lo']:.1f}, {t['hi']:.1f}]") + (", met" if t["met"] else ", not met")
+    return list(rows.values())
+
+
+def premise_figure(records: dict[str, dict]):
+    """Beyond the paper: per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's (95 % interval; below 1: the
+    method is faster) against the share of answer tokens that are right but unsure (the premise it reads)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for label, r in records.items():
+        s = r["summary"]
+        ratio = (s.get("tspd_ce") or {}).get("over_fast")
+        if ratio is None:
+            continue
+        u = s["unsure"]
+        ax.errorbar(u["value"], ratio["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
+                    yerr=[[ratio["value"] - ratio["lo"]], [ratio["hi"] - ratio["value"]]], fmt="o", capsize=3)
+        ax.annotate(f"{label}\n(TSPD + CE {s.get('tspd_ce_correct')}, Fast-dLLM {s.get('fast_correct')} of "
+                    f"{s['prompts']} right)", (u["value"], ratio["value"]), textcoords="offset points",
+                    xytext=(6, 6), fontsize=7)
+    ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+    ax.set_xlabel("right but unsure, % of answer tokens (vanilla traces)")
+    ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9 forwards")
+    ax.set_title("Does the method's gain grow with its premise? (ours, each model's own test problems)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["THEIRS", "dynamics_record", "dynamics_table", "band_table", "target_table", "premise_figure"]

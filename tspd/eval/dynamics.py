@@ -1,0 +1,327 @@
+"""Token-trace dynamics (paper Section 3): does a model's confidence have the middle that TSPD and CE read?
+
+The paper's premise, seen on LLaDA-8B: a token's confidence is not a step function. Within one confidence bin,
+traces that moved recently end on another token more often than steady ones (Fig. 1), and many right tokens
+climb along a trend for several steps before they cross a 0.9 threshold (Figs. 3/4). Where every token is
+certain at once or split between free choices, a threshold already commits all that history could justify,
+and no trace-aware controller can gain. This module measures how much middle a model has, from its own vanilla
+decoding (one token per step, the checkpoint's window), over *answer tokens*: generated positions whose final
+token is not EOS, each followed through the steps of its block while it is masked (the step that commits it
+included: its forward saw it masked).
+
+Per answer token (:func:`block_measures`, on one block's trace):
+
+- ``certain_first``: certain at its block's first forward (argmax already final, confidence >= 0.9);
+- ``unsure``: **right but unsure**: >= ``unsure_steps`` steps with the argmax already final, and staying so until
+  the commit, while its confidence sits in [0.5, 0.9): what a trace-aware controller can commit before a
+  threshold does;
+- ``crossed``: its confidence first reaches 0.9 after the block's first forward, on its final token; its
+  ``rise``: the steps in a row, ending at that crossing, in which the confidence grew by more than ``min_gain``
+  with its argmax already the final token (a jump from 0.5 to 1 is a rise of 1; a climb on another token, such as
+  a free choice's share growing as its rivals are written elsewhere, is none: CE's filter restarts when the argmax
+  changes); CE's opportunity is a crossing after a rise of >= ``rise_steps``.
+
+Per masked answer token-step (Fig. 1's states): its confidence band, and whether its trace *moved* (std of its
+confidence over the last ``window`` steps, the current one included, > ``moved_std``; only steps with that much
+history) and whether its argmax is not the final token (a flip). :func:`flip_gap` is Fig. 1's claim on them.
+
+And the oracle's headroom: EGP (which knows vanilla's answer) against Fast-dLLM at 0.9, forwards per problem; where
+the model has its controllers, TSPD + CE's forwards against Fast-dLLM's on the same problems (does the method's gain
+grow with the middle it reads?).
+
+Everything is counted per prompt (:func:`prompt_measures`), so that a record is resumable prompt by prompt and
+every share has a cluster-bootstrap interval over prompts (:func:`summary`). ``python -m tspd dynamics``
+(:mod:`tspd.commands.dynamics`) keeps the record ``dynamics.json`` beside the checkpoint.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tspd.decoding.config import DecodeConfig
+from tspd.decoding.controllers.egp import EGP
+from tspd.decoding.loop import generate
+from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
+from tspd.provenance import device_name, git_revision
+from tspd.records import dynamics as dynamics_file
+from tspd.stats import cluster_bootstrap
+from tspd.validate import UsageError
+
+BANDS = (0.0, 0.3, 0.6, 0.9)      # lower edges of the confidence bands: [0, .3), [.3, .6), [.6, .9), [.9, 1]
+MAX_RISE = 8                      # rise lengths are counted up to this (longer ones in its bucket)
+
+
+@dataclass(frozen=True)
+class DynamicsConfig:
+    """What a dynamics record measures (stored as the record's ``config``; a changed field measures it again)."""
+    n: int = 200               # problems of the task's test split
+    batch: int = 50            # prompts per generate() call (a trace is [steps, batch, window] per channel)
+    window: int = 4            # Fig. 1's k: the steps a trace's spread is taken over, the current one included
+    moved_std: float = 0.05    # a trace moved when that spread exceeds this (Fig. 1's "unstable")
+    unsure_low: float = 0.5    # right but unsure: confidence in [unsure_low, certain) ...
+    unsure_steps: int = 2      # ... for at least this many steps with the final argmax
+    certain: float = 0.9       # the threshold a token is certain at (Fast-dLLM's, CE's c_min)
+    min_gain: float = 0.01     # a step is part of a rise when the confidence of the final token grows by more than this
+    rise_steps: int = 3        # CE's opportunity: a crossing after a rise of at least this many steps
+    bins: int = 10             # Fig. 1's equal-width confidence bins
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One block's trace -> per-token and per-step measures (pure functions over tensors)
+# --------------------------------------------------------------------------------------------------------------
+@dataclass
+class BlockMeasures:
+    """One block of one prompt: per answer token (first four) and per masked answer token-step with history."""
+    certain_first: torch.Tensor   # [T] bool
+    unsure: torch.Tensor          # [T] bool: right but unsure
+    crossed: torch.Tensor         # [T] bool: reaches the threshold after the first forward, on its final token
+    rise: torch.Tensor            # [T] long: the rise that ended at that crossing (0 where none)
+    conf: torch.Tensor            # [N] confidence of each masked answer token-step (every step, history or not)
+    spread: torch.Tensor          # [N] std over the last ``window`` steps (NaN without that much history)
+    flip: torch.Tensor            # [N] bool: the step's argmax is not the final token
+
+
+def block_measures(conf: torch.Tensor, right: torch.Tensor, masked: torch.Tensor, answer: torch.Tensor,
+                   cfg: DynamicsConfig = DynamicsConfig()) -> BlockMeasures:
+    """The measures of one block: ``conf`` [S, L] top-1 confidence at each of the block's steps, ``right`` [S, L]
+    whether that argmax is the final token, ``masked`` [S, L] whether the position was masked when the step's
+    forward ran, ``answer`` [L] whether its final token is an answer token (not EOS)."""
+    S, L = conf.shape
+    conf = conf.float()
+    t = torch.arange(S)[:, None].expand(S, L)
+    tokens = answer & masked[0]                                       # the block's answer tokens (masked at its start)
+    certain_first = masked[0] & right[0] & (conf[0] >= cfg.certain)
+    last_wrong = torch.where(masked & ~right, t, -1).amax(0)          # the argmax is final from last_wrong + 1 on
+    settled = masked & (t > last_wrong)
+    in_band = (conf >= cfg.unsure_low) & (conf < cfg.certain)
+    unsure = (settled & in_band).sum(0) >= cfg.unsure_steps
+    high = masked & (conf >= cfg.certain)
+    first_high = torch.where(high, t, S).amin(0)                      # S: never certain while masked
+    crossing = (first_high >= 1) & (first_high < S)
+    c = first_high.clamp(max=S - 1)
+    crossed = crossing & right.gather(0, c[None])[0]
+    gain = torch.zeros(S, L)
+    gain[1:] = conf[1:] - conf[:-1]
+    grew = (gain > cfg.min_gain) & right & masked & torch.cat([torch.zeros(1, L, dtype=torch.bool), masked[:-1]])
+    # rise = length of the run of growing steps ending at the crossing: steps s <= c since the last non-growing one
+    not_grew = torch.where(~grew & (t <= c), t, -1).amax(0)
+    rise = torch.where(crossed, c - not_grew, 0)
+    states = masked & answer                                          # every masked answer token-step
+    spread = torch.full((S, L), float("nan"))
+    if S >= cfg.window:
+        spread[cfg.window - 1:] = conf.unfold(0, cfg.window, 1).std(-1)
+    return BlockMeasures(certain_first[tokens], unsure[tokens], crossed[tokens], rise[tokens],
+                         conf[states], spread[states], ~right[states])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Per-prompt counts (what a record stores) and Fig. 1's gap
+# --------------------------------------------------------------------------------------------------------------
+def band_of(conf: torch.Tensor) -> torch.Tensor:
+    """Index of each confidence's band in :data:`BANDS`."""
+    return torch.bucketize(conf, torch.tensor(BANDS[1:]), right=True)
+
+
+def fig1_counts(conf: torch.Tensor, spread: torch.Tensor, flip: torch.Tensor, cfg: DynamicsConfig) -> np.ndarray:
+    """[bins, 2, 2]: per equal-width confidence bin, (steady, moved) x (states, flips) of the states with history."""
+    has = ~torch.isnan(spread)
+    which = torch.bucketize(conf[has].clamp(0, 1 - 1e-9), torch.linspace(0, 1, cfg.bins + 1)[1:-1], right=True)
+    moved = (spread[has] > cfg.moved_std).long()
+    counts = np.zeros((cfg.bins, 2, 2), dtype=np.int64)
+    np.add.at(counts, (which.numpy(), moved.numpy(), 0), 1)
+    np.add.at(counts, (which.numpy(), moved.numpy(), 1), flip[has].long().numpy())
+    return counts
+
+
+def flip_gap_of(per_prompt: list[np.ndarray]) -> float:
+    """Fig. 1: P_flip(moved) - P_flip(steady) within confidence bins, averaged over the bins that hold both kinds
+    of state (weighted by their states), in points; NaN where no bin holds both."""
+    c = np.sum(per_prompt, axis=0)
+    both = (c[:, 0, 0] > 0) & (c[:, 1, 0] > 0)
+    if not both.any():
+        return float("nan")
+    rate = c[both, :, 1] / c[both, :, 0]
+    weight = c[both, :, 0].sum(1)
+    return 100.0 * float(np.sum(weight * (rate[:, 1] - rate[:, 0])) / weight.sum())
+
+
+def prompt_measures(blocks: list[BlockMeasures], cfg: DynamicsConfig) -> dict:
+    """One prompt's counts over its blocks: what :func:`summary` adds up (JSON-ready)."""
+    cat = {k: torch.cat([getattr(b, k) for b in blocks]) for k in BlockMeasures.__dataclass_fields__}
+    band = band_of(cat["conf"])
+    has = ~torch.isnan(cat["spread"])
+    moved = has & (cat["spread"] > cfg.moved_std)
+    flips = [[[int((band == i)[has & (moved == m)].sum()), int(cat["flip"][(band == i) & has & (moved == m)].sum())]
+              for m in (False, True)] for i in range(len(BANDS))]
+    rises = torch.bincount(cat["rise"][cat["crossed"]].clamp(max=MAX_RISE), minlength=MAX_RISE + 1)
+    return {"tokens": len(cat["certain_first"]), "certain_first": int(cat["certain_first"].sum()),
+            "unsure": int(cat["unsure"].sum()), "crossed": int(cat["crossed"].sum()),
+            "rise_crossed": int((cat["crossed"] & (cat["rise"] >= cfg.rise_steps)).sum()),
+            "rises": rises.tolist(),
+            "band_steps": torch.bincount(band, minlength=len(BANDS)).tolist(),
+            "band_flips": flips,                     # [band][steady, moved][states, flips] (states with history)
+            "fig1": fig1_counts(cat["conf"], cat["spread"], cat["flip"], cfg).tolist()}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Decoding: vanilla's traces, EGP's and Fast-dLLM's forwards
+# --------------------------------------------------------------------------------------------------------------
+def measure_batch(model, task, problems: list[dict], gen_length: int, block_length: int,
+                  cfg: DynamicsConfig = DynamicsConfig(), tspd_ce: bool = False) -> list[dict]:
+    """Per problem of ``task``: :func:`prompt_measures` of its vanilla decoding, and the forwards vanilla, EGP
+    (replaying vanilla's answer) and Fast-dLLM at ``cfg.certain`` take, with whether vanilla's and Fast-dLLM's
+    answers are right; with ``tspd_ce``, TSPD + CE's (the model's own controller) too."""
+    prompts = [task.prompt(p) for p in problems]
+    base = DecodeConfig.of(gen_length=gen_length, block_length=block_length)
+    out = generate(model, prompts, base, record_trace=True)
+    egp = generate(model, prompts, base, controller=EGP(reference=out.token_ids))
+    runs = {"fast": DecodeConfig.of(policy="fast-dllm", threshold=cfg.certain, gen_length=gen_length,
+                                    block_length=block_length)}
+    if tspd_ce:
+        runs["tspd_ce"] = DecodeConfig.of(policy="tspd", ce=True, gen_length=gen_length, block_length=block_length)
+    decoded = {name: generate(model, prompts, d) for name, d in runs.items()}
+    tr, final = out.trace, out.token_ids.cpu()
+    answer = ~torch.isin(final, torch.tensor(model.special.stop_ids()))
+    rows = []
+    for b, problem in enumerate(problems):
+        blocks = []
+        for k in range(gen_length // block_length):
+            lo, hi = k * block_length, (k + 1) * block_length
+            steps = (tr.block == k) & tr.masked[:, b, lo:hi].any(-1)
+            conf, x0, masked = tr.conf[steps, b, lo:hi], tr.x0[steps, b, lo:hi], tr.masked[steps, b, lo:hi]
+            blocks.append(block_measures(conf, x0 == final[b, lo:hi], masked, answer[b, lo:hi], cfg))
+        row = {**prompt_measures(blocks, cfg), "vanilla_nfe": out.nfe_per_sample[b],
+               "vanilla_right": bool(task.right(problem, out.texts[b])), "egp_nfe": egp.nfe_per_sample[b],
+               "egp_same": bool((egp.token_ids[b] == out.token_ids[b]).all())}
+        for name, g in decoded.items():
+            row[f"{name}_nfe"], row[f"{name}_right"] = g.nfe_per_sample[b], bool(task.right(problem, g.texts[b]))
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The record's summary: shares of answer tokens and token-steps, with intervals over prompts
+# --------------------------------------------------------------------------------------------------------------
+def _interval(clusters: list, stat, digits: int = 3, **boot) -> dict | None:
+    """``stat(clusters)`` with its cluster-bootstrap interval (prompts resampled); None where it is undefined."""
+    if not clusters or not np.isfinite(stat(clusters)):
+        return None
+    value, lo, hi = cluster_bootstrap(clusters, stat, **boot)
+    return {"value": round(value, digits), "lo": round(lo, digits), "hi": round(hi, digits)}
+
+
+def _share(rows: list[dict], num, den, **boot) -> dict | None:
+    """100 x sum(num) / sum(den) over prompts, with its interval (None where the denominator is 0)."""
+    def stat(ps):
+        d = sum(b for _, b in ps)
+        return 100.0 * sum(a for a, _ in ps) / d if d else float("nan")
+    return _interval([(num(r), den(r)) for r in rows], stat, **boot)
+
+
+def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int = 0) -> dict:
+    """The record's figures from its per-prompt rows (percentages with 95 % intervals over prompts)."""
+    boot = {"seed": seed}
+    tokens = lambda r: r["tokens"]  # noqa: E731
+    middle = lambda r: sum(r["band_flips"][i][m][0] for i in (1, 2) for m in (0, 1))  # noqa: E731
+    out = {"prompts": len(rows), "answer_tokens": sum(map(tokens, rows)),
+           "certain_first": _share(rows, lambda r: r["certain_first"], tokens, **boot),
+           "unsure": _share(rows, lambda r: r["unsure"], tokens, **boot),
+           "crossed": _share(rows, lambda r: r["crossed"], tokens, **boot),
+           "rise_crossed": _share(rows, lambda r: r["rise_crossed"], tokens, **boot),
+           "rises": np.sum([r["rises"] for r in rows], axis=0).tolist(),
+           "moved_middle": _share(rows, lambda r: sum(r["band_flips"][i][1][0] for i in (1, 2)), middle, **boot)}
+    bands = []
+    for i, lo in enumerate(BANDS):
+        row = {"band": f"[{lo:.1f}, {BANDS[i + 1] if i + 1 < len(BANDS) else 1.0:.1f}{')' if i + 1 < len(BANDS) else ']'}",
+               "token_steps": int(sum(r["band_steps"][i] for r in rows))}
+        for m, name in ((0, "steady"), (1, "moved")):
+            n = sum(r["band_flips"][i][m][0] for r in rows)
+            row[f"{name}_states"] = int(n)
+            row[f"{name}_flip"] = _share(rows, lambda r, i=i, m=m: r["band_flips"][i][m][1],
+                                         lambda r, i=i, m=m: r["band_flips"][i][m][0], **boot)
+        bands.append(row)
+    out["bands"] = bands
+    out["flip_gap"] = _interval([np.array(r["fig1"]) for r in rows], flip_gap_of, **boot)
+    ratio = _interval([(r["egp_nfe"], r["fast_nfe"]) for r in rows],
+                      lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1), digits=4, **boot)
+    out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in ("vanilla", "egp", "fast")},
+                     "egp_over_fast": ratio, "egp_same": sum(r["egp_same"] for r in rows)}
+    if rows and "tspd_ce_nfe" in rows[0]:   # the method against Fast-dLLM on the same problems
+        out["tspd_ce"] = {"nfe": sum(r["tspd_ce_nfe"] for r in rows) / len(rows),
+                          "over_fast": _interval([(r["tspd_ce_nfe"], r["fast_nfe"]) for r in rows],
+                                                 lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1),
+                                                 digits=4, **boot)}
+    for k in ("vanilla", "fast", "tspd_ce"):
+        if rows and f"{k}_right" in rows[0]:
+            out[f"{k}_correct"] = sum(r[f"{k}_right"] for r in rows)
+    return out
+
+
+# What a model with the paper's Section-3 middle shows: (figure of the summary, bound, what it is). A bound is met
+# when the whole 95 % interval is above it.
+TARGETS = (("unsure", 15.0, "right but unsure, % of answer tokens"),
+           ("moved_middle", 20.0, "moved traces, % of token-steps with confidence in [0.3, 0.9)"),
+           ("flip_gap", 5.0, "Fig. 1: P_flip moved - steady within a bin, points (point >= 5, interval above 0)"),
+           ("rise_crossed", 5.0, "cross 0.9 after a rise of >= 3 steps, % of answer tokens"))
+
+
+def targets(summary_: dict) -> list[dict]:
+    """Each target with its value, interval and whether it is met (Fig. 1's gap: its point at the bound and its
+    whole interval above 0, as the issue that set it reads; the others: the whole interval at the bound)."""
+    out = []
+    for key, bound, what in TARGETS:
+        v = summary_.get(key)
+        met = v is not None and (v["value"] >= bound and v["lo"] > 0 if key == "flip_gap" else v["lo"] >= bound)
+        out.append({"target": key, "what": what, "bound": bound, "value": v and v["value"], "lo": v and v["lo"],
+                    "hi": v and v["hi"], "met": bool(met)})
+    return out
+
+
+def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), device: str = "cpu", command: str = "",
+                       out: str | Path | None = None, log=print) -> dict:
+    """The checkpoint's dynamics record (``<checkpoint>/dynamics.json``, or ``out``): the rows it lacks measured
+    batch by batch on the first ``cfg.n`` problems of its task's test split, the record written after each batch
+    (an interrupted run resumes; a changed weight file or setting measures every row again, and says so)."""
+    from tqdm.auto import tqdm
+
+    from tspd.tasks.generated import generated_task
+    checkpoint = Checkpoint.open(model)
+    spec = task_spec(checkpoint)
+    if not spec:
+        raise UsageError(f"{checkpoint.path} names no generated task in its config.json: the dynamics record reads "
+                         "a train-lm checkpoint's own task (collect-traces reads any prompts)")
+    task, path = generated_task(spec["name"]), Path(out) if out else dynamics_file.path_of(checkpoint.path)
+    lm = load_model(checkpoint, device=device)
+    problems = task.load_split("test", cfg.n)
+    meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(lm.device),
+            "model": str(model), "weights": weights_hash(checkpoint), "task": spec["name"],
+            "gen_length": spec["gen_length"], "block_length": spec["block_length"], "config": dataclasses.asdict(cfg),
+            "tspd_ce": (checkpoint.path / "controllers" / "tspd.json").is_file()}   # the method, where the model has it
+    old = dynamics_file.load(None, path)
+    rows = []
+    if old:
+        changed = [k for k in ("weights", "config", "gen_length", "block_length", "tspd_ce") if old.get(k) != meta[k]]
+        if changed:
+            log(f"{path}: its {len(old['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
+        else:
+            rows = old["rows"]
+            meta["git"] = old["git"] if old["git"] == meta["git"] else f"{old['git']}; rows added at {meta['git']}"
+    bar = tqdm(total=len(problems), initial=len(rows), desc=f"dynamics {model}", unit="problem")
+    for i in range(len(rows), len(problems), cfg.batch):
+        chunk = problems[i:i + cfg.batch]
+        measured = measure_batch(lm, task, chunk, spec["gen_length"], spec["block_length"], cfg, meta["tspd_ce"])
+        rows += [{"id": p["id"], **r} for p, r in zip(chunk, measured)]
+        dynamics_file.save(path, {**meta, "rows": rows, "summary": summary(rows, cfg)})
+        bar.update(len(chunk))
+    bar.close()
+    record = {**meta, "rows": rows, "summary": summary(rows, cfg)}
+    dynamics_file.save(path, record)
+    return record
+
+
+__all__ = ["DynamicsConfig", "BlockMeasures", "block_measures", "prompt_measures", "fig1_counts", "flip_gap_of",
+           "measure_batch", "summary", "targets", "measure_checkpoint", "BANDS", "TARGETS"]
