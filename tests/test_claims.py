@@ -256,7 +256,7 @@ def test_the_deciding_quantity_is_the_first_part_with_the_claims_verdict():
     assert claims.Claim("c", "T", []).decisive() is None
 
 
-def test_the_page_draws_every_stored_quantity_and_tables_one_row_per_claim(tmp_path):
+def test_the_page_draws_and_tables_one_row_per_claim_and_lists_every_quantity(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
     from tspd.book.claims import page, store
@@ -275,9 +275,12 @@ def test_the_page_draws_every_stored_quantity_and_tables_one_row_per_claim(tmp_p
     evidence = page.evidence_rows(stored)
     assert [e["quantity"] for e in evidence] == [f.quantity for f in (ratio, points, band, other)]
     assert evidence[2]["claimed"] == "in [0.9, 1.1]" and evidence[2]["verdict"] == claims.HOLDS
-    fig = page.forest(stored)
-    labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
-    assert len(labels) == 4 and any(t.startswith("Table 7: NFE a / NFE b") for t in labels)
+    store.report("table02_other_backbones", {"roster / a": claims.Claim("c", "Table 2", [other]),
+                                             "roster / b": claims.Claim("c", "Table 2", [ratio])}, claims_dir=tmp_path)
+    fig = page.forest(store.load_all(tmp_path))
+    labels = sorted(t.get_text() for ax in fig.axes for t in ax.get_yticklabels())
+    assert labels == ["Table 2 (a): Spearman(x, y)", "Table 2 (b): NFE a / NFE b",
+                      "Table 7: accuracy a - b (points)"]   # the decisive quantity of each claim
 
 
 def test_the_spearman_bootstrap_is_the_cluster_bootstrap_of_spearman():

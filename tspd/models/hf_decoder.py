@@ -130,6 +130,8 @@ class HFDecoderConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = {name: getattr(self, name) for name in self._fields()}
+        if d["rope_scaling"] is None:   # transformers 5 warns on any rope_scaling key (it wants rope_parameters)
+            del d["rope_scaling"]
         extra = dict(self.extra)
         if "eos_token_id_list" in extra:
             d["eos_token_id"] = extra.pop("eos_token_id_list")

@@ -1,9 +1,9 @@
 """The "What reproduces" page as a reader takes it in: a forest plot first, then a compact table, then
 every quantity on its own row.
 
-- :func:`forest`: each claim's quantities with their 95 % intervals against the claimed bound (or band),
-  coloured by verdict, one panel per kind of quantity (accuracy differences in points, ratios on a log
-  axis, other statistics) so that intervals of one unit share an axis;
+- :func:`forest`: one row per claim, the quantity that decided it with its 95 % interval against the claimed
+  bound (or band), coloured by verdict, one panel per kind of quantity (accuracy differences in points, ratios on
+  a log axis, other statistics) so that intervals of one unit share an axis;
 - :func:`verdict_rows`: claim, verdict and the one quantity that decided it
   (:meth:`~tspd.book.claims.stats.Claim.decisive`);
 - :func:`evidence_rows`: the full evidence, one quantity per row.
@@ -80,17 +80,28 @@ def evidence_rows(stored: dict) -> list[dict]:
     return rows
 
 
+def _label(where: str, task: str, several: bool, f: Finding, width: int = 48) -> str:
+    """``Table 2 (roster-moe): NFE Prophet † / NFE Ours †``: the claim's place (its task where its notebook checks
+    several) and its decisive quantity, cut to ``width`` characters."""
+    head = f"{where} ({task.rsplit(' / ', 1)[-1]})" if several else where
+    text = f"{head}: {f.quantity}"
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def forest(stored: dict, width: float = 9.0):
-    """The forest plot: one row per quantity (labelled with its figure or table), its interval as a bar
-    and its value as a dot in the verdict's colour, the claimed bound as a black tick (a band: a grey
-    span); one panel per unit (:data:`UNITS`), the panels' heights by their rows."""
+    """The forest plot, one row per claim (and task): the quantity that decided its verdict
+    (:meth:`~tspd.book.claims.stats.Claim.decisive`), its interval as a bar and its value as a dot in the verdict's
+    colour, the claimed bound as a black tick (a band: a grey span); one panel per unit (:data:`UNITS`), the
+    panels' heights by their rows. Every quantity of every claim is in :func:`evidence_rows`."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     groups: dict[str, list[tuple[str, Finding]]] = {u: [] for u in UNITS}
-    for _, where, _, task, claim in _claims(stored):
-        for _, f in _walk(claim):
-            groups[unit(f)].append((f"{where}: {f.quantity} ({f.side})", f))
+    found = [(nb, where, task, claim.decisive()) for nb, where, _, task, claim in _claims(stored)]
+    for nb, where, task, f in found:
+        if f is not None:
+            several = sum(n == nb for n, *_ in found) > 1
+            groups[unit(f)].append((_label(where, task, several, f), f))
     used = [u for u in UNITS if groups[u]]
     if not used:
         fig, ax = plt.subplots(figsize=(width, 1.5))
@@ -98,7 +109,7 @@ def forest(stored: dict, width: float = 9.0):
         ax.axis("off")
         return fig
     heights = [len(groups[u]) + 1.5 for u in used]
-    fig, axes = plt.subplots(len(used), 1, figsize=(width, 0.2 * sum(heights) + 1.2),
+    fig, axes = plt.subplots(len(used), 1, figsize=(width, 0.28 * sum(heights) + 1.2),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, u in zip(axes[:, 0], used):
         rows = groups[u]
@@ -110,10 +121,10 @@ def forest(stored: dict, width: float = 9.0):
             else:
                 ax.plot([f.bound, f.bound], [y - 0.4, y + 0.4], color="k", lw=1.5, zorder=1)
             shown = (lambda v: min(max(v, RATIO_SHOWN[0]), RATIO_SHOWN[1])) if u == "ratio" else (lambda v: v)
-            ax.plot([shown(f.lo), shown(f.hi)], [y, y], color=colour, lw=2.5, solid_capstyle="butt", zorder=2)
+            ax.plot([shown(f.lo), shown(f.hi)], [y, y], color=colour, lw=3, solid_capstyle="butt", zorder=2)
             beyond = u == "ratio" and f.value > RATIO_SHOWN[1]    # off the axis (∞: a zero denominator): an arrow
-            ax.plot([shown(f.value)], [y], ">" if beyond else "o", color=colour, ms=4, zorder=3)
-        ax.set_yticks(range(len(rows)), [label for label, _ in reversed(rows)], fontsize=7)
+            ax.plot([shown(f.value)], [y], ">" if beyond else "o", color=colour, ms=5, zorder=3)
+        ax.set_yticks(range(len(rows)), [label for label, _ in reversed(rows)], fontsize=8)
         ax.set_ylim(-0.8, len(rows) - 0.2)
         if u == "ratio":
             _ratio_axis(ax)
