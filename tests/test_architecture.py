@@ -142,7 +142,7 @@ def test_shared_helpers_have_one_home():
              "measure_checkpoint", "targets"}   # the regime and dynamics records' measure and bounds
     generated_task = {"prompt", "load_split", "make_problem", "iter_train", "right", "line_accuracy",
                       "template_accuracy",   # the generated tasks' module interface (arith, chain, roster)
-                      "line", "parse_line", "fault"}   # and the day-line tasks' (roster, styled)
+                      "line", "parse_line", "line_fault", "fault"}   # and the day-line tasks' (roster, styled)
     probe_modules = {"run_probes"}   # tspd.training.probes and roster_probes: one interface
     records = {"load", "save", "load_dict", "load_dicts", "markdown", "path_of"}   # each record module's interface (tspd.records)
     allowed = verbs | generated_task | probe_modules | records

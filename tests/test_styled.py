@@ -1,4 +1,5 @@
-"""The styled roster task (tspd.tasks.styled): a per-answer style in every marker, graded on the chores alone."""
+"""The styled roster task (tspd.tasks.styled): a per-answer style in every marker and hours that add up, graded on
+the chores and the hours."""
 import random
 
 from tspd.eval.tasks import get_task
@@ -16,31 +17,41 @@ def test_every_reference_answer_is_right_and_both_styles_occur_at_their_odds():
 def test_markers_follow_the_style_at_their_rate():
     rng, follows, total = random.Random(0), 0, 0
     for _ in range(400):
-        text = styled.line(rng, 1, 1, ["cook", "wash", "sweep", "shop"])   # style B: each ; ;
+        text = styled.line(rng, 1, 1, ["cook", "wash", "sweep", "shop"], [2, 2, 3, 2])   # style B: each ; ;
         follows += (" each " in text) + text.count(";")
         total += 4
     assert abs(follows / total - styled.P_FOLLOW) < 0.04
 
 
-def test_any_mix_of_forms_is_right_and_a_wrong_plan_is_not():
+def test_any_mix_of_forms_and_places_of_the_long_chores_is_right_and_a_wrong_plan_is_not():
     p = styled.load_split("test", 1)[0]
-    lines = [styled.line(random.Random(d), d % 2, d + 1, p["chores"]) for d in range(p["days"])]
+    n, long = len(p["chores"]), p["total"] - 2 * len(p["chores"])
+    rng = random.Random(0)
+    lines = [styled.line(rng, d % 2, d + 1, p["chores"], styled.day_hours(rng, n, long)) for d in range(p["days"])]
     assert styled.right(p, "\n".join(lines) + f"\n#### {p['days']}")
-    twice = [p["chores"][0]] * len(p["chores"])
-    bad = [roster.line(1, twice)] + lines[1:]
-    assert styled.fault(p, "\n".join(bad) + f"\n#### {p['days']}") == f"day 1: {p['chores'][0]!r} given twice"
-    assert styled.parse_line("On day 2 they each cook; wash, sweep and shop.") == (2, ["cook", "wash", "sweep", "shop"])
-    assert styled.parse_line("On day 2 they must cook, wash and sweep.") is None
+    twice = styled.line(rng, 0, 1, [p["chores"][0]] * n, styled.day_hours(rng, n, long))
+    assert styled.fault(p, "\n".join([twice] + lines[1:]) + f"\n#### {p['days']}") == \
+        f"day 1: {p['chores'][0]!r} given twice"
+    short = styled.line(rng, 0, 1, p["chores"], styled.day_hours(rng, n, long - 1))
+    assert styled.fault(p, "\n".join([short] + lines[1:]) + f"\n#### {p['days']}") == \
+        f"day 1: {p['total'] - 1} hours, not {p['total']}"
+    assert styled.parse_line("On day 2 they each cook 2; wash 3, sweep 2 and shop 2.") == \
+        (2, ["cook", "wash", "sweep", "shop"], [2, 3, 2, 2])
+    assert styled.parse_line("On day 2 they must cook 2, wash 3 and sweep 2.") is None
+    assert styled.parse_line("On day 2 they will cook, wash and sweep.") is None
 
 
-def test_both_styles_write_a_line_in_as_many_tokens_as_roster():
-    """Equal token lengths keep the day count where a roster model learns it (by position)."""
+def test_every_line_of_a_size_has_one_token_length_whatever_its_forms_and_hours():
+    """Equal token lengths keep the day count where a roster model learns it (by position): roster's line and two
+    tokens (a space, a digit) per chore's hours."""
     tok = load_tokenizer("tiny-roster")
+    rng = random.Random(0)
     for n in (3, 4, 5):
         chores = roster.CHORES[:n]
-        want = len(tok(roster.line(3, chores))["input_ids"])
-        for style in (0, 1):
-            assert len(tok(styled.line(random.Random(n), style, 3, chores))["input_ids"]) == want
+        want = len(tok(roster.line(3, chores))["input_ids"]) + 2 * n
+        got = {len(tok(styled.line(rng, rng.randint(0, 1), 3, chores, styled.day_hours(rng, n, rng.randint(1, n - 1))))
+                   ["input_ids"]) for _ in range(50)}
+        assert got == {want}
 
 
 def test_the_benchmark_grades_by_the_styled_rules():

@@ -120,15 +120,15 @@ def plan_lines(text: str | None) -> list[str]:
     return [s for s in (text or "").partition("####")[0].strip().split("\n") if s.strip()]
 
 
-def fault(problem: dict, text: str, parse=parse_line) -> str | None:
+def fault(problem: dict, text: str, line_fault=line_fault) -> str | None:
     """Why ``text`` is not a right answer to ``problem`` (the first fault found), or None when it is
-    (``parse``: a task's :func:`parse_line`)."""
+    (``line_fault``: a task's :func:`line_fault`)."""
     lines, sep = plan_lines(text), "####" in (text or "")
     days = problem["days"]
     for day in range(1, days + 1):
         if day > len(lines):
             return f"day {day} is missing"
-        if why := line_fault(problem, day, lines[day - 1], parse):
+        if why := line_fault(problem, day, lines[day - 1]):
             return why
     if len(lines) > days:
         return f"{len(lines) - days} line(s) after day {days}"
@@ -147,15 +147,15 @@ def right(problem: dict, text: str) -> bool:
     return fault(problem, text) is None
 
 
-def line_accuracy(problems: list[dict], texts: list[str], parse=parse_line) -> dict[str, list[int]]:
-    """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days (``parse``: a
-    task's :func:`parse_line`)."""
+def line_accuracy(problems: list[dict], texts: list[str], line_fault=line_fault) -> dict[str, list[int]]:
+    """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days (``line_fault``:
+    a task's :func:`line_fault`)."""
     ok = total = 0
     for p, text in zip(problems, texts):
         lines = plan_lines(text)
         for day in range(1, p["days"] + 1):
             total += 1
-            ok += day <= len(lines) and line_fault(p, day, lines[day - 1], parse) is None
+            ok += day <= len(lines) and line_fault(p, day, lines[day - 1]) is None
     return {"line": [ok, total]}
 
 

@@ -28,7 +28,7 @@ from tspd.tasks import roster
 from tspd.training.probes import _encode, _predict, _window, token_positions
 
 COLUMNS = ("probe_chore", "probe_pair", "probe_day", "one_pass_lines")
-_CHORE = re.compile(r"\w+")
+_CHORE = re.compile(r"[^\W\d]+")   # a chore's word (not a styled roster's hours)
 
 
 def cells(problem: dict, task: ModuleType = roster) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
