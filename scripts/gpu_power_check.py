@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from tspd.bench import build_model
+from tspd.bench.step import build_model
 from tspd.bench.forward import apply_lever, kernel_time_by_kind
 from tspd.decoding.graphs import StepGraphs
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tspd.models.loading import load_tokenizer
 from tspd.options import from_args
-from tspd.training.lm.config import LMTrainConfig, add_arguments
+from tspd.commands.train_lm import add_arguments
+from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.stream import BatchStream
 
 

@@ -21,8 +21,9 @@ LAYERS = [
     ("eval", ["tspd.eval", "tspd.records"]),
     ("training", ["tspd.training"]),
     ("book", ["tspd.book"]),
-    ("commands", ["tspd.commands", "tspd.bench", "tspd.generate_cli", "tspd.grade_cli", "tspd.lmeval"]),
-    ("entry", ["tspd.cli", "tspd.__main__", "tspd"]),
+    ("bench", ["tspd.bench.step", "tspd.bench.forward", "tspd.bench.loop"]),
+    ("commands", ["tspd.commands", "tspd.bench"]),
+    ("entry", ["tspd.cli", "tspd.__main__", "tspd.lmeval", "tspd"]),
 ]
 
 
@@ -115,7 +116,8 @@ def test_no_import_circles():
 
 def test_the_checks_see_a_circle_and_an_upward_import():
     assert strongly_connected({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
-    assert layer_of("tspd.decoding.loop") < layer_of("tspd.eval.harness") < layer_of("tspd.generate_cli")
+    assert layer_of("tspd.decoding.loop") < layer_of("tspd.eval.harness") < layer_of("tspd.commands.generate")
+    assert layer_of("tspd.bench.step") < layer_of("tspd.bench") < layer_of("tspd.lmeval")
     assert layer_of("tspd") == len(LAYERS) - 1 and layer_of("tspd.validate") == 0
 
 
@@ -247,6 +249,41 @@ def test_the_architecture_page_draws_these_layers():
     rows = [line for line in page.splitlines() if line.startswith("| ") and "`tspd" in line.split("|")[2]]
     drawn = [(r.split("|")[1].strip(), sorted(n.strip(" `") for n in r.split("|")[2].split(","))) for r in rows]
     assert drawn == [(name, sorted(modules)) for name, modules in LAYERS]
+
+
+def command_table() -> list[str]:
+    """The architecture page's command table, drawn from the registry (:data:`tspd.cli.COMMANDS`): a row per
+    command, its module and what it does."""
+    from tspd.cli import COMMANDS
+    return ["| module | `python -m tspd ...` | what it does |", "|---|---|---|",
+            *[f"| `{module}` | `{name}` | {text} |" for name, (module, text) in COMMANDS.items()]]
+
+
+def test_the_architecture_page_lists_every_command_of_the_registry():
+    """A command added to ``tspd.cli.COMMANDS`` without its row on the page fails here; the table to paste is in
+    the message."""
+    page = (PACKAGE.parent / "book" / "architecture.md").read_text().splitlines()
+    start = page.index("| module | `python -m tspd ...` | what it does |")
+    drawn = page[start:start + next(i for i, line in enumerate(page[start:] + [""]) if not line.startswith("|"))]
+    assert drawn == command_table(), "the command table of book/architecture.md should read:\n" + "\n".join(command_table())
+
+
+def test_every_command_module_lives_in_tspd_commands():
+    from tspd.cli import COMMANDS
+    for name, (module, _) in COMMANDS.items():
+        assert module == "tspd.commands." + name.replace("-", "_") and module in MODULES, name
+
+
+# the modules that may build command-line options (argparse's add_argument): the commands, the entry point, and
+# the shared option helpers derived from config dataclasses (tspd.options) and DecodeConfig (tspd.decoding.config)
+OPTION_HOMES = ("tspd/commands/", "tspd/cli.py", "tspd/options.py", "tspd/decoding/config.py")
+
+
+def test_only_the_commands_build_options():
+    calls = [f"{path.relative_to(PACKAGE.parent)}:{n}" for path in sorted(PACKAGE.rglob("*.py"))
+             if not str(path.relative_to(PACKAGE.parent)).startswith(OPTION_HOMES)
+             for n, line in enumerate(path.read_text().splitlines(), 1) if "add_argument(" in line]
+    assert calls == [], "add_argument outside the commands (move it to tspd/commands/<command>.py):\n" + "\n".join(calls)
 
 
 def test_every_gradable_generated_task_has_the_whole_interface():

@@ -6,19 +6,20 @@ import json
 
 import pytest
 
-from tspd import bench
+from tspd.bench import step as bench
+from tspd.commands import bench_step
 from tspd.provenance import device_name
 
 
 @pytest.mark.slow
 def test_bench_step_tiny_shape_writes_results(tmp_path):
     p = argparse.ArgumentParser()
-    bench.add_arguments(p)
+    bench_step.add_arguments(p)
     out = tmp_path / "cpu.json"
     args = p.parse_args(["--shape", "tiny", "--device", "cpu", "--batch", "1,2", "--prompt", "8", "--gen", "16",
                          "--block", "8", "--repeats", "1", "--warmup", "0", "--generate-repeats", "1",
                          "--policies", "vanilla,tspd+ce", "--fast", "--parity", "--out", str(out)])
-    assert bench.main(args) == 0
+    assert bench_step.main(args) == 0
     res = json.loads(out.read_text())
     assert res["shape"] == "tiny" and res["device"] == device_name("cpu") and res["params"] > 0 and "revision" in res
     assert res["peaks"]["matmul_flops"] > 0 and res["peaks"]["copy_bytes_per_s"] > 0

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from tspd.bench import forward
-from tspd.bench import build_model
+from tspd.bench.step import build_model
+from tspd.commands import bench_forward
 from tspd.models import pointwise
 from tspd.validate import UsageError
 
@@ -31,9 +32,9 @@ def test_kernel_kinds_by_name(name, kind):
 
 def test_the_forward_levers_keep_the_logits_and_are_recorded(tmp_path):
     out = tmp_path / "{device}.json"
-    args = forward.arguments(["--shape", "tiny", "--device", "cpu", "--prompt", "8", "--gen", "16", "--block", "8",
+    args = bench_forward.arguments(["--shape", "tiny", "--device", "cpu", "--prompt", "8", "--gen", "16", "--block", "8",
                           "--repeats", "1", "--warmup", "0", "--out", str(out)])   # the CPU's levers: eager, fused
-    assert forward.main(args) == 0
+    assert bench_forward.main(args) == 0
     res = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert list(res["variants"]) == ["eager", "fused"] and res["command"].startswith("python -m tspd bench-forward")
     fused = res["variants"]["fused"]
@@ -45,7 +46,7 @@ def test_the_forward_levers_keep_the_logits_and_are_recorded(tmp_path):
 
 def test_levers_are_a_prefix_in_order():
     with pytest.raises(UsageError, match="prefix"):
-        forward.measure(forward.arguments(["--variants", "fused", "--device", "cpu"]), "x")
+        forward.measure(bench_forward.arguments(["--variants", "fused", "--device", "cpu"]), "x")
 
 
 def test_compiled_chains_switch_every_user_and_back():

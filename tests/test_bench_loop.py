@@ -9,6 +9,7 @@ import torch
 
 from tspd import DecodeConfig, generate, load_model
 from tspd.bench import loop as bench_loop
+from tspd.commands import bench_loop as bench_loop_command
 from tspd.provenance import device_name
 
 
@@ -29,13 +30,13 @@ def test_the_bare_replay_runs_the_loops_forwards():
 
 def test_bench_loop_writes_its_provenance_and_one_row_per_setting(tmp_path):
     p = argparse.ArgumentParser()
-    bench_loop.add_arguments(p)
+    bench_loop_command.add_arguments(p)
     out = tmp_path / "loop-{device}.json"
     args = p.parse_args(["--n", "1", "--repeats", "1", "--policies", "vanilla,tspd", "--ce", "on",
                          "--caches", "dual", "--gen-length", "32", "--block-length", "32", "--note", "a test",
                          "--out", str(out)])
     before = torch.get_num_threads()
-    assert bench_loop.main(args) == 0
+    assert bench_loop_command.main(args) == 0
     written = list(tmp_path.glob("loop-*.json"))
     assert len(written) == 1
     res = json.loads(written[0].read_text())

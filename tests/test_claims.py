@@ -279,7 +279,7 @@ def test_the_page_draws_and_tables_one_row_per_claim_and_lists_every_quantity(tm
                                              "roster / b": claims.Claim("c", "Table 2", [ratio])}, claims_dir=tmp_path)
     fig = page.forest(store.load_all(tmp_path))
     labels = sorted(t.get_text() for ax in fig.axes for t in ax.get_yticklabels())
-    assert labels == ["Table 2 (a): Spearman(x, y)", "Table 2 (b): NFE a / NFE b",
+    assert labels == ["Table 2 (roster / a): Spearman(x, y)", "Table 2 (roster / b): NFE a / NFE b",
                       "Table 7: accuracy a - b (points)"]   # the decisive quantity of each claim
 
 

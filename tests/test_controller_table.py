@@ -8,6 +8,7 @@ import pytest
 
 from tspd import cli
 from tspd.book import controller_table
+from tspd.commands import controller_table as command
 from tspd.decoding.controllers import make_controller
 from tspd.eval.experiments import RunConfig, RunResult
 from tspd.records import controller_table as record
@@ -23,7 +24,7 @@ def ct():
 
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser()
-    controller_table.add_arguments(p)
+    command.add_arguments(p)
     return p.parse_args(argv)
 
 

@@ -87,3 +87,14 @@ def test_summary_shares_add_up_over_prompts():
     assert s["oracle"]["egp_over_fast"]["value"] == pytest.approx(2 / 3, abs=1e-4)
     assert s["bands"][1]["token_steps"] == 4 and s["bands"][3]["token_steps"] == 4
     assert s["tspd_ce"]["over_fast"]["value"] == 2.0 and s["fast_correct"] == 2 and s["tspd_ce_correct"] == 0
+
+
+def test_the_record_is_written_and_read_back_whole(tmp_path):
+    from tspd.records import dynamics
+    blocks = [one_token([0.5, 0.5, 0.99], [True] * 3)]
+    row = {"id": "p0", **prompt_measures(blocks, CFG), "vanilla_nfe": 4, "egp_nfe": 2, "fast_nfe": 3, "egp_same": True}
+    record = {"command": "python -m tspd dynamics", "weights": "abc", "rows": [row, row], "summary": summary([row])}
+    path = dynamics.save(tmp_path / "dynamics.json", record)
+    assert dynamics.load(None, path) == record
+    assert path.read_text().count("\n  {") == 2          # a row a line
+    assert dynamics.load(None, tmp_path / "none.json") is None

@@ -1,4 +1,4 @@
-"""The eval and grade commands (tspd.eval.harness, tspd.grade_cli): reference runs, the resumable results
+"""The eval and grade commands (tspd.commands.eval, tspd.commands.grade): reference runs, the resumable results
 file, throughput accounting, a fake model, hostile code and a run killed mid-way."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 
 from tspd.cli import main as cli
 from tspd.decoding.loop import Generation
-from tspd.eval import harness
+from tspd.commands import eval as eval_command
 from tspd.eval.results import PHASE_FIELDS, phase_shares, summarize, summary_path
 from tspd.eval.tasks import get_task
 from tspd.models.loading import Checkpoint, LoadedModel, SpecialTokens
@@ -100,9 +100,9 @@ def eval_cli(argv: list[str], seam=None) -> int:
     """``python -m tspd eval ARGV`` with the harness's model seam given (None: the package's)."""
     import argparse
     p = argparse.ArgumentParser()
-    harness.add_arguments(p)
+    eval_command.add_arguments(p)
     try:
-        return harness.main(p.parse_args(argv), seam=seam)
+        return eval_command.main(p.parse_args(argv), seam=seam)
     except ValueError as e:          # what tspd.cli turns into one line and exit 2
         print(f"error: {e}", file=sys.stderr)
         return 2

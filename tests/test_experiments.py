@@ -224,12 +224,12 @@ def job_of_command(command: str):
     """The job ``python -m tspd eval`` would run for a command line (parsed, never executed)."""
     import argparse
     import shlex
-    from tspd.eval import harness
+    from tspd.commands import eval as eval_command
     p = argparse.ArgumentParser()
-    harness.add_arguments(p)
+    eval_command.add_arguments(p)
     argv = shlex.split(command)
     assert argv[:4] == ["python", "-m", "tspd", "eval"]
-    return harness.job_from_args(p.parse_args(argv[4:]))
+    return eval_command.job_from_args(p.parse_args(argv[4:]))
 
 
 @pytest.mark.parametrize("changes", [dict(ce=True, ce_kwargs={}, cache="dual", limit=0),

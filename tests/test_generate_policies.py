@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from tspd import cli, generate_cli
-from tspd.decoding.controllers import REGISTRY
+from tspd import cli
+from tspd.commands import generate
+from tspd.decoding.controllers import REGISTRY, decoding_policies
 
 
 def test_generate_offers_every_policy_it_accepts_and_not_egp(capsys):
-    assert generate_cli.decoding_policies() == [p for p in REGISTRY if p != "egp"]
+    assert decoding_policies() == [p for p in REGISTRY if p != "egp"]
     parser = argparse.ArgumentParser()
-    generate_cli.add_arguments(parser)
+    generate.add_arguments(parser)
     (policy,) = [a for a in parser._actions if a.dest == "policy"]
     offered = policy.help.split(": ", 1)[1].split(" (")[0].split(", ")
-    assert offered == generate_cli.decoding_policies() and policy.default == "vanilla"
+    assert offered == decoding_policies() and policy.default == "vanilla"
     assert parser.parse_args(["--prompt", "x", "--policy", "fast-dllm", "--threshold", "0.9"]).policy == "fast-dllm"
 
 

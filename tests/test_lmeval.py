@@ -23,7 +23,8 @@ from lm_eval.api.instance import Instance  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
 from tspd.cli import main as tspd_cli  # noqa: E402
-from tspd.eval.lmeval import TASKS_DIR, cli  # noqa: E402
+from tspd.commands import lmeval as cli  # noqa: E402
+from tspd.eval.lmeval import TASKS_DIR  # noqa: E402
 from tspd.eval.lmeval.adapter import Completion, TSPDLM  # noqa: E402
 from tspd.eval.lmeval.likelihood import greedy_suffix, mc_loglikelihood  # noqa: E402
 from tspd.eval.lmeval.settings import parse_model_args  # noqa: E402

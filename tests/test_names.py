@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tspd import DecodeConfig
-from tspd.bench import TIMED, timed_decodings
+from tspd.bench.step import TIMED, timed_decodings
 from tspd.bench.loop import OVERHEAD_BUDGETS
 from tspd.book import controller_table, pareto
 from tspd.decoding.names import by_slug, display_name, slug

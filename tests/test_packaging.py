@@ -44,7 +44,7 @@ def test_threads_flag_sizes_torchs_pool(monkeypatch):
     from tspd import cli
     seen = {}
     monkeypatch.setattr(torch, "set_num_threads", lambda n: seen.setdefault("n", n))
-    monkeypatch.setattr("tspd.generate_cli.main", lambda args: 0)
+    monkeypatch.setattr("tspd.commands.generate.main", lambda args: 0)
     assert cli.main(["generate", "--prompt", "x", "--threads", "1"]) == 0 and seen == {"n": 1}
     with pytest.raises(SystemExit) as e:
         cli.main(["generate", "--prompt", "x", "--threads", "0"])
@@ -56,7 +56,7 @@ def test_threads_flag_is_undone_after_the_command(monkeypatch):
 
     from tspd import cli
     seen = []
-    monkeypatch.setattr("tspd.generate_cli.main", lambda args: seen.append(torch.get_num_threads()) or 0)
+    monkeypatch.setattr("tspd.commands.generate.main", lambda args: seen.append(torch.get_num_threads()) or 0)
     before = torch.get_num_threads()
     assert cli.main(["generate", "--prompt", "x", "--threads", str(before + 1)]) == 0
     assert seen == [before + 1] and torch.get_num_threads() == before

@@ -117,7 +117,7 @@ def test_lr_schedule():
 def test_cli_flags_match_config():
     import argparse
 
-    from tspd.training import train_lm
+    from tspd.commands import train_lm
     p = argparse.ArgumentParser()
     train_lm.add_arguments(p)
     args = p.parse_args(["--out", "x", "--max-steps", "3", "--compile", "--lr", "0.01", "--masking", "prefix",

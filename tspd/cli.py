@@ -1,6 +1,7 @@
 """``python -m tspd <command> ...``: one entry point, one module per command.
 
-Each command module defines ``add_arguments(parser)`` and ``main(args) -> int``; it is imported only
+Each command module (``tspd/commands/<command>.py``, ``-`` as ``_``) defines ``add_arguments(parser)`` and
+``main(args) -> int``, a thin layer over library calls; it is imported only
 when its command runs, so ``python -m tspd generate`` never imports the evaluation harness.
 """
 from __future__ import annotations
@@ -11,21 +12,21 @@ import importlib
 import sys
 
 COMMANDS = {
-    "generate": ("tspd.generate_cli", "decode one prompt with a diffusion LM"),
-    "train-lm": ("tspd.training.train_lm", "train an embedded model on a generated task (LLaDA SFT objective)"),
-    "eval": ("tspd.eval.harness", "run a benchmark; resumable JSONL of per-sample results"),
-    "grade": ("tspd.grade_cli", "grade completions made elsewhere"),
-    "collect-traces": ("tspd.training.traces", "stage 1: collect EGP decoding traces (features + labels)"),
-    "train-controller": ("tspd.training.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
-    "bench-step": ("tspd.bench", "time decoding steps against the roofline"),
-    "bench-forward": ("tspd.bench.forward", "where a full forward's time goes: kernels by kind, each speed lever"),
-    "bench-loop": ("tspd.bench.loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
-    "regime": ("tspd.eval.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
+    "generate": ("tspd.commands.generate", "decode one prompt with a diffusion LM"),
+    "train-lm": ("tspd.commands.train_lm", "train an embedded model on a generated task (LLaDA SFT objective)"),
+    "eval": ("tspd.commands.eval", "run a benchmark; resumable JSONL of per-sample results"),
+    "grade": ("tspd.commands.grade", "grade completions made elsewhere"),
+    "collect-traces": ("tspd.commands.collect_traces", "stage 1: collect EGP decoding traces (features + labels)"),
+    "train-controller": ("tspd.commands.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
+    "bench-step": ("tspd.commands.bench_step", "time decoding steps against the roofline"),
+    "bench-forward": ("tspd.commands.bench_forward", "where a full forward's time goes: kernels by kind, each speed lever"),
+    "bench-loop": ("tspd.commands.bench_loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
+    "regime": ("tspd.commands.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
     "dynamics": ("tspd.commands.dynamics", "a train-lm checkpoint's token-trace dynamics: the middle TSPD and CE read"),
-    "controller-table": ("tspd.book.controller_table", "the README's controller table: every controller, CE and cache"),
-    "cache-agreement": ("tspd.eval.cache_agreement_table", "where cached decodings part from their no-cache twin"),
-    "lmeval-example": ("tspd.eval.lmeval_example", "run the README's lm-eval example and store what it measured"),
-    "fill-records": ("tspd.book.spans", "rewrite the README's and the book's marked spans from the records"),
+    "controller-table": ("tspd.commands.controller_table", "the README's controller table: every controller, CE and cache"),
+    "cache-agreement": ("tspd.commands.cache_agreement", "where cached decodings part from their no-cache twin"),
+    "lmeval-example": ("tspd.commands.lmeval_example", "run the README's lm-eval example and store what it measured"),
+    "fill-records": ("tspd.commands.fill_records", "rewrite the README's and the book's marked spans from the records"),
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
 THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-forward", "bench-loop", "regime", "dynamics",

@@ -1,7 +1,7 @@
-"""``python -m tspd.lmeval ...``: lm-evaluation-harness with ``--model tspd`` (:mod:`tspd.eval.lmeval.cli`)."""
+"""``python -m tspd.lmeval ...``: lm-evaluation-harness with ``--model tspd`` (:mod:`tspd.commands.lmeval`)."""
 import sys
 
-from tspd.eval.lmeval.cli import main
+from tspd.commands.lmeval import main
 
 if __name__ == "__main__":
     sys.exit(main())

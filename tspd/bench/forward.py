@@ -1,4 +1,5 @@
-"""``python -m tspd bench-forward``: where a full forward's time goes, and what each lever buys (issue 51).
+"""Where a full forward's time goes, and what each lever buys (issue 51): ``python -m tspd bench-forward``
+(:mod:`tspd.commands.bench_forward`).
 
 The full forward (prompt + generated region, logits for the generated region only, as the loop runs it) of a
 random-weight model, timed in variants that each add one lever to the one before:
@@ -22,8 +23,7 @@ from collections import defaultdict
 import torch
 import torch.nn.functional as F
 
-from tspd.bench import (Timer, add_shape_arguments, build_model, filled_runner, floor_seconds, forward_cost, peak_rates,
-                        run_command)
+from tspd.bench.step import Timer, build_model, filled_runner, floor_seconds, forward_cost, peak_rates
 from tspd.decoding.graphs import StepGraphs
 from tspd.models.fused import fuse_projections
 from tspd.models.pointwise import compiles_here, use_compiled
@@ -48,15 +48,6 @@ def kernel_kind(name: str) -> str:
     """The kind of a CUDA kernel by its name: attention, compiled, matmul, norm, copy, reduce, elementwise, other."""
     low = name.lower()
     return next((kind for kind, keys in KINDS if any(k in low for k in keys)), "other")
-
-
-def add_arguments(p) -> None:
-    p.add_argument("--batch", type=int, default=1, help="batch size")
-    add_shape_arguments(p)
-    p.add_argument("--variants", default=None,
-                   help=f"cumulative levers to time, a prefix of {','.join(VARIANTS)} (default: all four on a CUDA "
-                        "GPU with Triton, eager,fused elsewhere: the loop compiles and captures only there)")
-    p.add_argument("--out", default=None, help="write the results JSON here; {device} becomes the device name")
 
 
 def kernel_time_by_kind(device: torch.device, fn, calls: int = 3) -> dict | None:
@@ -188,14 +179,3 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
     log("attention per layer by SDPA backend (ms): " + ", ".join(
         f"{k} {'-' if v is None else f'{v * 1e3:.3f}'}" for k, v in result["attention"].items()))
     return result
-
-
-def arguments(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m tspd bench-forward")
-    add_arguments(p)
-    return p.parse_args(argv)
-
-
-def main(args) -> int:
-    from tspd.records import bench_forward
-    return run_command(args, "bench-forward", measure, bench_forward.save)

@@ -1,4 +1,5 @@
-"""``python -m tspd bench-loop``: what a decoding step costs beyond its forward (paper Section 5.4).
+"""What a decoding step costs beyond its forward (paper Section 5.4): ``python -m tspd bench-loop``
+(:mod:`tspd.commands.bench_loop`).
 
 Section 5.4 prices the controller and CE as a fraction of one forward. This measures the whole loop
 that way on a real checkpoint (the embedded model by default) and its own task's held-out prompts, at
@@ -34,34 +35,16 @@ from pathlib import Path
 
 import torch
 
-from tspd.bench import run_command
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
 from tspd.decoding.names import display_name, slug
-from tspd.models.loading import DEFAULT_MODEL, LoadedModel, load_model, task_spec
+from tspd.models.loading import LoadedModel, load_model, task_spec
 from tspd.provenance import device_name, git_revision
 from tspd.validate import CACHE_MODES, UsageError
 
 # what the loop may spend beyond its forwards, as a fraction of a forward, per (policy, CE), on the embedded model
 # (CPU, 1 thread, batch 1); a results file stores them as its "targets", a row as its "target"
 OVERHEAD_BUDGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True): 0.15}
-
-
-def add_arguments(p) -> None:
-    p.add_argument("--model", default=DEFAULT_MODEL, help="checkpoint: a zoo name or a local directory")
-    p.add_argument("--n", type=int, default=20, help="held-out prompts of the checkpoint's own task (batch 1 each)")
-    p.add_argument("--gen-length", type=int, default=None, help="generated length (default: the checkpoint's)")
-    p.add_argument("--block-length", type=int, default=None, help="block length (default: the checkpoint's)")
-    p.add_argument("--policies", default="vanilla,fast-dllm,tspd", help="comma-separated policies")
-    p.add_argument("--ce", default="off,on", help="CE settings to time: off, on or both")
-    p.add_argument("--caches", default=",".join(CACHE_MODES), help="comma-separated KV cache modes")
-    p.add_argument("--threshold", type=float, default=0.9, help="Fast-dLLM's confidence threshold")
-    p.add_argument("--repeats", type=int, default=3, help="timed repetitions of every prompt")
-    p.add_argument("--prompt-length", type=int, default=48,
-                   help="length of the random prompts used for a checkpoint that names no task of its own")
-    p.add_argument("--note", default="", help="a remark stored with the results (e.g. that the machine was shared)")
-    p.add_argument("--out", default=None,
-                   help="write the results JSON here; {device} becomes the device name, e.g. results/bench/loop-{device}.json")
 
 
 def recorded_forwards(model: LoadedModel, ids: list[int], config: DecodeConfig) -> list:
@@ -183,8 +166,3 @@ def measure(args, command: str, log=print) -> dict:
                     f"{row['forwards_per_call']:.1f} forwards a call"
                     + ("" if target is None else f", target {100 * target:.0f} %: {'met' if row['meets_target'] else 'missed'}"))
     return result
-
-
-def main(args) -> int:
-    from tspd.records import bench_loop
-    return run_command(args, "bench-loop", measure, bench_loop.save)

@@ -1,5 +1,6 @@
-"""``python -m tspd controller-table``: every controller, with and without CE, under each KV-cache mode, on
-an embedded model (the README's 500-problem table, :mod:`tspd.records.controller_table`).
+"""Every controller, with and without CE, under each KV-cache mode, on an embedded model: the README's
+500-problem table (:mod:`tspd.records.controller_table`), made by ``python -m tspd controller-table``
+(:mod:`tspd.commands.controller_table`).
 
 Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`: the notebooks' base run
 (``tspd.book.base_run``) with the controller at its own default setting, run through the one evaluation
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 from pathlib import Path
 
 import torch
@@ -27,7 +27,6 @@ from tspd.eval import experiments
 from tspd.eval.results import ResultsFile, phase_shares
 from tspd.stats import wilson
 from tspd.tasks.generated import row_answer
-from tspd.models.loading import DEFAULT_MODEL
 from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
 from tspd.validate import CACHE_MODES, UsageError
@@ -113,54 +112,25 @@ def devices(results: dict[tuple, experiments.RunResult]) -> str:
     return " + ".join(dict.fromkeys(r.device_name for r in results.values()))
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    from tspd.decoding.config import DecodeConfig
-    from tspd.options import add_dataclass_arguments
-    ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory; its runs "
-                    "decode the task it was trained on")
-    ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
-    add_dataclass_arguments(ap, DecodeConfig, only=("gen_length", "block_length"))
-    ap.add_argument("--batch-size", type=int, default=1, help="1 = the paper's setting (Appendix A.1)")
-    ap.add_argument("--controllers", default=",".join(CONTROLLERS), help="comma-separated controllers")
-    ap.add_argument("--caches", default=",".join(CACHES), help="comma-separated cache modes")
-    ap.add_argument("--ce", default="off,on", help="comma-separated: CE off, on or both")
-    ap.add_argument("--out", default=str(record.PATH), help="the table; the runs go to controller_table/ beside it")
-    ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
-
-
-def _command_line(args: argparse.Namespace) -> str:
-    """The command as run, for the table's provenance."""
-    opts = [("--model", args.model), ("--n", args.n), ("--controllers", args.controllers), ("--ce", args.ce),
-            ("--caches", args.caches), ("--threads", getattr(args, "threads", None)), ("--out", args.out)]
-    return shlex.join(["python", "-m", "tspd", "controller-table",
-                       *[str(x) for flag, v in opts if v is not None for x in (flag, v)]])
-
-
-def main(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    if args.markdown:
-        print(record.markdown(record.load_dict(out)))
-        return 0
-    if args.n < 1 or args.batch_size < 1:
-        raise UsageError("--n and --batch-size must be >= 1")
-    configs = table_configs(args)
+def make_table(configs: dict[tuple, experiments.RunConfig], out: Path, *, model: str, n: int, batch_size: int,
+               command: str, log=print) -> dict:
+    """Every row's run through the harness with phase timing (what is stored in the runs beside ``out`` is read
+    back, only what is missing computed), each finished run packed and the table saved at ``out`` after each row;
+    returns the table."""
     runs_dir = record.runs_dir(out)   # mkdir: experiments.result
     first = next(iter(configs.values()))
-    meta = dict(model=args.model, task=first.task, split="test", n=args.n, gen_length=first.gen_length,
-                block_length=first.block_length, batch_size=args.batch_size, threads=torch.get_num_threads(),
+    meta = dict(model=model, task=first.task, split="test", n=n, gen_length=first.gen_length,
+                block_length=first.block_length, batch_size=batch_size, threads=torch.get_num_threads(),
                 cpu_count=os.cpu_count(), torch=torch.__version__, baseline=slug(*BASELINE, sep="|"),
-                command=_command_line(args), revision=git_revision(), runs=portable({"d": str(runs_dir)})["d"],
+                command=command, revision=git_revision(), runs=portable({"d": str(runs_dir)})["d"],
                 note="TPS = B * L_gen / T_wall over the harness's timed batches (each session's first batch is "
                      "its warm-up) on this machine; speedup over the baseline row of this file")
     results = {}
     for name, config in configs.items():
         results[name] = res = experiments.result(config, results_dir=runs_dir, profile=True)
         if res.computed:
-            print(f"{slug(*name, sep='|')}: {res.computed} problems computed, {res.reused} read back ({res.key})",
-                  flush=True)
+            log(f"{slug(*name, sep='|')}: {res.computed} problems computed, {res.reused} read back ({res.key})")
         ResultsFile(res.path).pack()   # a finished row's answers, gzipped: the table's 36 x 500 long texts
-        table = table_of(results, args.n, dict(meta, device=devices(results)))
+        table = table_of(results, n, dict(meta, device=devices(results)))
         record.save(table, out)
-    print(record.console(table))
-    return 0
-
+    return table

@@ -9,7 +9,7 @@ theirs), and one figure: TSPD + CE's forwards relative to Fast-dLLM's against th
 """
 from __future__ import annotations
 
-from tspd.eval.dynamics import DynamicsConfig, measure_checkpoint, targets
+from tspd.eval.dynamics import FAST, OURS, VANILLA, DynamicsConfig, measure_checkpoint, targets
 from tspd.records import dynamics as dynamics_file
 
 # LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here).
@@ -47,9 +47,9 @@ def dynamics_table(records: dict[str, dict]) -> list[dict]:
                 ("Fig. 1: P_flip moved - steady, points", lambda s: _cell(s["flip_gap"])),
                 ("EGP / Fast-dLLM 0.9 forwards (the oracle's headroom)",
                  lambda s: _cell(s["oracle"]["egp_over_fast"], 2)),
-                ("TSPD + CE / Fast-dLLM 0.9 forwards", lambda s: _cell((s.get("tspd_ce") or {}).get("over_fast"), 2)),
+                ("TSPD + CE / Fast-dLLM 0.9 forwards", lambda s: _cell((s.get(OURS) or {}).get("over_fast"), 2)),
                 ("right answers: vanilla / Fast-dLLM / TSPD + CE",
-                 lambda s: " / ".join(str(s.get(f"{k}_correct", "-")) for k in ("vanilla", "fast", "tspd_ce")))]
+                 lambda s: " / ".join(str(s.get(f"{k}_correct", "-")) for k in (VANILLA, FAST, OURS)))]
     return [{"measure": name, **{label: get(r["summary"]) for label, r in records.items()}} for name, get in measures]
 
 
@@ -81,13 +81,13 @@ def premise_figure(records: dict[str, dict]):
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for label, r in records.items():
         s = r["summary"]
-        ratio = (s.get("tspd_ce") or {}).get("over_fast")
+        ratio = (s.get(OURS) or {}).get("over_fast")
         if ratio is None:
             continue
         u = s["unsure"]
         ax.errorbar(u["value"], ratio["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
                     yerr=[[ratio["value"] - ratio["lo"]], [ratio["hi"] - ratio["value"]]], fmt="o", capsize=3)
-        ax.annotate(f"{label}\n(TSPD + CE {s.get('tspd_ce_correct')}, Fast-dLLM {s.get('fast_correct')} of "
+        ax.annotate(f"{label}\n(TSPD + CE {s.get(OURS + '_correct')}, Fast-dLLM {s.get(FAST + '_correct')} of "
                     f"{s['prompts']} right)", (u["value"], ratio["value"]), textcoords="offset points",
                     xytext=(6, 6), fontsize=7)
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")

@@ -1,4 +1,4 @@
-"""``python -m tspd fill-records``: the one rewriter of the pages' marked spans.
+"""The one rewriter of the pages' marked spans (``python -m tspd fill-records``, :mod:`tspd.commands.fill_records`).
 
 A page marks text written from a record as ``<!-- NAME -->...<!-- /NAME -->``; :data:`tspd.book.prose.FACTS`
 maps each NAME to the sentence that says it. :func:`rewrite` fills every span of :data:`PAGES` (or those
@@ -6,8 +6,6 @@ named) from the records; ``--check`` and ``--diff`` change nothing.
 """
 from __future__ import annotations
 
-import argparse
-import difflib
 import re
 
 from tspd.provenance import REPO_ROOT
@@ -56,27 +54,3 @@ def rewrite(pages: tuple[str, ...] = PAGES, names: set[str] | None = None) -> li
     for page, (_, new) in changed.items():
         (REPO_ROOT / page).write_text(new)
     return list(changed)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--only", default="", help="comma-separated span names to fill (empty: every span)")
-    p.add_argument("--check", action="store_true", help="report the pages whose spans differ; change nothing")
-    p.add_argument("--diff", action="store_true", help="print what a rewrite would change; change nothing")
-
-
-def main(args: argparse.Namespace) -> int:
-    from tspd.book.prose import FACTS
-    from tspd.validate import UsageError
-    names = {n for n in args.only.split(",") if n} or None
-    if names and names - set(FACTS):
-        raise UsageError(f"--only: unknown span {', '.join(sorted(names - set(FACTS)))}; known: {', '.join(FACTS)}")
-    if args.check or args.diff:
-        found = stale(names=names)
-        for page, (old, new) in found.items():
-            if args.diff:
-                print("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), page, page)), end="")
-            print(f"{page}: a marked span differs from its record (python -m tspd fill-records)")
-        return 1 if found else 0
-    for page in rewrite(names=names):
-        print(f"rewrote {page}")
-    return 0

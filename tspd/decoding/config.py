@@ -6,7 +6,8 @@ window (generated length, block width, step budget), sampling temperature and se
 confidence statistics and the CUDA-graph fast path. ``generate(model, prompts, config)`` takes it
 whole; :class:`tspd.eval.job.RunConfig` holds one. Every command that decodes (``generate``, ``eval``,
 ``collect-traces``) takes the same options for it (:func:`add_decode_arguments`, read back by
-:meth:`DecodeConfig.from_args`), with the dataclass's defaults. It is checked once, on construction,
+:meth:`DecodeConfig.from_args`), with the dataclass's defaults, and the same ``--model`` / ``--device`` /
+``--dtype`` (:func:`add_model_arguments`). It is checked once, on construction,
 so a bad value fails before any weights load.
 
 ``gen_length`` / ``block_length`` / ``steps`` may be None (the checkpoint's own window, one token per
@@ -167,6 +168,17 @@ class DecodeConfig:
 # The command line: one set of decoding options for every command
 # ------------------------------------------------------------------------------------------------
 POLICY_OPTIONS = ("policy", "policy_arg", "threshold", "controller_weights")   # what a command with its own policy skips
+
+
+def add_model_arguments(parser, model_help: str = "") -> None:
+    """``--model``, ``--device``, ``--dtype``: which checkpoint a command loads, onto what, in what dtype,
+    with :func:`tspd.models.loading.load_model`'s defaults (every command that loads a model takes these three)."""
+    from tspd.models.loading import DEFAULT_MODEL
+    parser.add_argument("--model", default=None,
+                        help=f"local checkpoint directory or embedded model name (default {DEFAULT_MODEL}){model_help}")
+    parser.add_argument("--device", default="cpu", help="torch device of the model (cpu, cuda, cuda:N)")
+    parser.add_argument("--dtype", default=None,
+                        help="float32 | bfloat16 | float16 (default: float32 on a CPU, bfloat16 elsewhere)")
 
 
 def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:

@@ -3,6 +3,7 @@
 - :mod:`tspd.eval.tasks`: GSM8K, MATH, MATH500, HumanEval, MBPP and the embedded ``arith`` task
 - :mod:`tspd.eval.grading`, :mod:`tspd.eval.sandbox`: answer matching and sandboxed code execution
 - :mod:`tspd.eval.harness`: ``python -m tspd eval``, the one evaluation loop (resumable rows)
+- :mod:`tspd.eval.completions`: ``python -m tspd grade``, completions made elsewhere graded against a task
 - :mod:`tspd.eval.results`: the rows file, its summary and throughput (paper Appendix A.1)
 - :mod:`tspd.eval.shard`: splitting a run over torchrun / accelerate processes
 - :mod:`tspd.eval.experiments`: ``RunConfig`` and the run registry the notebooks share

@@ -1,5 +1,5 @@
-"""``python -m tspd cache-agreement``: cache agreement on an embedded model, and why the cached runs that
-part from their twin do (:mod:`tspd.records.cache_agreement`).
+"""Cache agreement on an embedded model, and why the cached runs that part from their twin do
+(:mod:`tspd.records.cache_agreement`; the command: ``python -m tspd cache-agreement``, :mod:`tspd.commands.cache_agreement`).
 
 For each stateless controller (vanilla, Fast-dLLM at 0.9) and cache (prefix, dual), decodes the first N
 held-out problems of the model's own task one at a time with and without the cache, recording traces: same
@@ -8,14 +8,11 @@ final answer and same text as the no-cache run, and for the runs that part, the 
 """
 from __future__ import annotations
 
-import argparse
-import shlex
 from pathlib import Path
 
 from tspd.eval.cache_agreement import Parting, as_dict, first_parting, summarise
 from tspd.stats import wilson
 from tspd.tasks.generated import whole_answer_key
-from tspd.models.loading import DEFAULT_MODEL
 from tspd.records import cache_agreement as record
 
 POLICIES = {"vanilla": {}, "fast-dllm": {"threshold": 0.9}}
@@ -60,42 +57,27 @@ def summary_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory (train-lm)")
-    ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
-    ap.add_argument("--out", default=str(record.PATH), help="summary JSON (its rows: <out>.samples.jsonl)")
-    ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
-
-
-def _command_line(args: argparse.Namespace) -> str:
-    threads = getattr(args, "threads", None)
-    return shlex.join(["python", "-m", "tspd", "cache-agreement", "--model", str(args.model), "--n", str(args.n),
-                       *(["--threads", str(threads)] if threads else []), "--out", str(args.out)])
-
-
-def main(args: argparse.Namespace) -> int:
+def measure(model: str, n: int, out: Path, command: str) -> dict:
+    """The first ``n`` held-out problems of ``model``'s own task under each policy, with and without each cache:
+    per-problem rows appended to ``<out>.samples.jsonl`` as they are made (those already there are kept, not
+    redone), the summary saved at ``out``; returns the summary."""
     from tqdm import tqdm
 
     from tspd.models.loading import load_model
-    from tspd.tasks.generated import trained_task
     from tspd.provenance import device_name, git_revision
-    out = Path(args.out)
-    if args.markdown:
-        print(record.markdown(record.load_dict(out)))
-        return 0
-    task = trained_task(args.model)   # before anything is written
+    from tspd.tasks.generated import trained_task
+    task = trained_task(model)   # before anything is written
     done = record.load_samples(out)
     seen = {(r["id"], r["policy"]) for r in done}
-    model = load_model(args.model)
-    problems = task.load_split("test", args.n)
+    loaded = load_model(model)
+    problems = task.load_split("test", n)
     work = [(p, policy) for policy in POLICIES for p in problems if (p["id"], policy) not in seen]
     for p, policy in tqdm(work, desc="cache agreement", disable=not work):
-        rows = rows_for(model, task, p, policy, POLICIES[policy])
+        rows = rows_for(loaded, task, p, policy, POLICIES[policy])
         record.append_samples(rows, out)
         done.extend(rows)
     ids = {p["id"] for p in problems}
-    result = dict(model=args.model, n=args.n, command=_command_line(args), revision=git_revision(),
+    result = dict(model=model, n=n, command=command, revision=git_revision(),
                   device=device_name("cpu"), rows=summary_rows([r for r in done if r["id"] in ids]))
     record.save(result, out)
-    print(record.markdown(result))
-    return 0
+    return result

@@ -45,12 +45,15 @@ import torch
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.loop import generate
+from tspd.decoding.names import slug
 from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
 from tspd.records import dynamics as dynamics_file
 from tspd.stats import cluster_bootstrap
 from tspd.validate import UsageError
 
+# the decodings a record compares, named as regime.json names its rows (tspd.decoding.names)
+VANILLA, FAST, OURS = slug("vanilla", sep="_"), slug("fast-dllm", sep="_"), slug("tspd", True, sep="_")
 BANDS = (0.0, 0.3, 0.6, 0.9)      # lower edges of the confidence bands: [0, .3), [.3, .6), [.6, .9), [.9, 1]
 MAX_RISE = 8                      # rise lengths are counted up to this (longer ones in its bucket)
 
@@ -179,10 +182,10 @@ def measure_batch(model, task, problems: list[dict], gen_length: int, block_leng
     base = DecodeConfig.of(gen_length=gen_length, block_length=block_length)
     out = generate(model, prompts, base, record_trace=True)
     egp = generate(model, prompts, base, controller=EGP(reference=out.token_ids))
-    runs = {"fast": DecodeConfig.of(policy="fast-dllm", threshold=cfg.certain, gen_length=gen_length,
-                                    block_length=block_length)}
+    runs = {FAST: DecodeConfig.of(policy="fast-dllm", threshold=cfg.certain, gen_length=gen_length,
+                                  block_length=block_length)}
     if tspd_ce:
-        runs["tspd_ce"] = DecodeConfig.of(policy="tspd", ce=True, gen_length=gen_length, block_length=block_length)
+        runs[OURS] = DecodeConfig.of(policy="tspd", ce=True, gen_length=gen_length, block_length=block_length)
     decoded = {name: generate(model, prompts, d) for name, d in runs.items()}
     tr, final = out.trace, out.token_ids.cpu()
     answer = ~torch.isin(final, torch.tensor(model.special.stop_ids()))
@@ -194,8 +197,8 @@ def measure_batch(model, task, problems: list[dict], gen_length: int, block_leng
             steps = (tr.block == k) & tr.masked[:, b, lo:hi].any(-1)
             conf, x0, masked = tr.conf[steps, b, lo:hi], tr.x0[steps, b, lo:hi], tr.masked[steps, b, lo:hi]
             blocks.append(block_measures(conf, x0 == final[b, lo:hi], masked, answer[b, lo:hi], cfg))
-        row = {**prompt_measures(blocks, cfg), "vanilla_nfe": out.nfe_per_sample[b],
-               "vanilla_right": bool(task.right(problem, out.texts[b])), "egp_nfe": egp.nfe_per_sample[b],
+        row = {**prompt_measures(blocks, cfg), f"{VANILLA}_nfe": out.nfe_per_sample[b],
+               f"{VANILLA}_right": bool(task.right(problem, out.texts[b])), "egp_nfe": egp.nfe_per_sample[b],
                "egp_same": bool((egp.token_ids[b] == out.token_ids[b]).all())}
         for name, g in decoded.items():
             row[f"{name}_nfe"], row[f"{name}_right"] = g.nfe_per_sample[b], bool(task.right(problem, g.texts[b]))
@@ -246,16 +249,16 @@ def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int 
         bands.append(row)
     out["bands"] = bands
     out["flip_gap"] = _interval([np.array(r["fig1"]) for r in rows], flip_gap_of, **boot)
-    ratio = _interval([(r["egp_nfe"], r["fast_nfe"]) for r in rows],
+    ratio = _interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows],
                       lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1), digits=4, **boot)
-    out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in ("vanilla", "egp", "fast")},
+    out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in (VANILLA, "egp", FAST)},
                      "egp_over_fast": ratio, "egp_same": sum(r["egp_same"] for r in rows)}
-    if rows and "tspd_ce_nfe" in rows[0]:   # the method against Fast-dLLM on the same problems
-        out["tspd_ce"] = {"nfe": sum(r["tspd_ce_nfe"] for r in rows) / len(rows),
-                          "over_fast": _interval([(r["tspd_ce_nfe"], r["fast_nfe"]) for r in rows],
-                                                 lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1),
-                                                 digits=4, **boot)}
-    for k in ("vanilla", "fast", "tspd_ce"):
+    if rows and f"{OURS}_nfe" in rows[0]:   # the method against Fast-dLLM on the same problems
+        out[OURS] = {"nfe": sum(r[f"{OURS}_nfe"] for r in rows) / len(rows),
+                     "over_fast": _interval([(r[f"{OURS}_nfe"], r[f"{FAST}_nfe"]) for r in rows],
+                                            lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1),
+                                            digits=4, **boot)}
+    for k in (VANILLA, FAST, OURS):
         if rows and f"{k}_right" in rows[0]:
             out[f"{k}_correct"] = sum(r[f"{k}_right"] for r in rows)
     return out
@@ -300,11 +303,11 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
     meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(lm.device),
             "model": str(model), "weights": weights_hash(checkpoint), "task": spec["name"],
             "gen_length": spec["gen_length"], "block_length": spec["block_length"], "config": dataclasses.asdict(cfg),
-            "tspd_ce": (checkpoint.path / "controllers" / "tspd.json").is_file()}   # the method, where the model has it
+            OURS: (checkpoint.path / "controllers" / "tspd.json").is_file()}   # the method, where the model has it
     old = dynamics_file.load(None, path)
     rows = []
     if old:
-        changed = [k for k in ("weights", "config", "gen_length", "block_length", "tspd_ce") if old.get(k) != meta[k]]
+        changed = [k for k in ("weights", "config", "gen_length", "block_length", OURS) if old.get(k) != meta[k]]
         if changed:
             log(f"{path}: its {len(old['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
         else:
@@ -313,7 +316,7 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
     bar = tqdm(total=len(problems), initial=len(rows), desc=f"dynamics {model}", unit="problem")
     for i in range(len(rows), len(problems), cfg.batch):
         chunk = problems[i:i + cfg.batch]
-        measured = measure_batch(lm, task, chunk, spec["gen_length"], spec["block_length"], cfg, meta["tspd_ce"])
+        measured = measure_batch(lm, task, chunk, spec["gen_length"], spec["block_length"], cfg, meta[OURS])
         rows += [{"id": p["id"], **r} for p, r in zip(chunk, measured)]
         dynamics_file.save(path, {**meta, "rows": rows, "summary": summary(rows, cfg)})
         bar.update(len(chunk))
@@ -324,4 +327,4 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
 
 
 __all__ = ["DynamicsConfig", "BlockMeasures", "block_measures", "prompt_measures", "fig1_counts", "flip_gap_of",
-           "measure_batch", "summary", "targets", "measure_checkpoint", "BANDS", "TARGETS"]
+           "measure_batch", "summary", "targets", "measure_checkpoint", "BANDS", "TARGETS", "VANILLA", "FAST", "OURS"]

@@ -3,7 +3,7 @@ names its stored results), how it is carried out (:class:`EvalOptions`) and wher
 (:class:`EvalJob`, what :func:`tspd.eval.harness.evaluate` takes, with the checkpoint opened once).
 
 ``python -m tspd eval`` builds an :class:`EvalJob` from its options
-(:func:`tspd.eval.harness.job_from_args`) and the notebooks' registry (:func:`tspd.eval.experiments.result`)
+(:func:`tspd.commands.eval.job_from_args`) and the notebooks' registry (:func:`tspd.eval.experiments.result`)
 from a :class:`RunConfig`; the harness never sees a command line. The same decoding asked for either way
 is the same job: the same row configuration (:meth:`EvalJob.row_config`), so either one resumes the
 other's rows file.

@@ -1,5 +1,5 @@
-"""``python -m tspd lmeval-example``: run the README's lm-eval example on an embedded model and keep what it
-measured (:mod:`tspd.records.lmeval_example`).
+"""Run the README's lm-eval example on an embedded model and keep what it measured
+(:mod:`tspd.records.lmeval_example`; the command: ``python -m tspd lmeval-example``, :mod:`tspd.commands.lmeval_example`).
 
 The README's "Evaluating with lm-evaluation-harness" section shows three commands that decode the same
 50 problems of the model's own task (``arith``: lm-eval task ``tspd_arith``) with Fast-dLLM at threshold
@@ -10,7 +10,6 @@ generated task whose lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/ta
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -90,17 +89,3 @@ def run_example(ex: Example, threads: int) -> record.LmevalExample:
             shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)).replace(str(out), "OUT")
             runs[name] = record.CommandRun(command=shown, **numbers, seconds=round(seconds, 1))
         return record.LmevalExample(**meta, runs=runs)
-
-
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--model", default=DEFAULT_MODEL, help="an embedded model trained on a generated task")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of each command")
-    ap.add_argument("--out", default=str(record.PATH), help="the record's JSON")
-
-
-def main(args: argparse.Namespace) -> int:
-    example = Example(args.model)   # checked before any decoding; a bad model is one line (exit 2)
-    result = run_example(example, args.threads)
-    record.save(result, args.out)
-    print(json.dumps(result.to_dict(), indent=1))
-    return 0

@@ -13,7 +13,7 @@ depend on, and an embedded model stands in for it only where it shares them:
 :func:`plan` lists the rows (one per decoding, each :class:`Row` carrying what it varies) and :func:`score_rows`
 decodes held-out problems through :func:`tspd.decoding.loop.generate`, the path of every benchmark: n, right
 answers and TPF per row. Two callers: a training log's evaluations (:func:`regime_figures`, then :func:`headline`,
-the few numbers it tracks, ``REGIME_COLUMNS``) and ``python -m tspd regime`` (:func:`main`, :func:`measure_checkpoint`), which
+the few numbers it tracks, ``REGIME_COLUMNS``) and ``python -m tspd regime`` (:mod:`tspd.commands.regime`, :func:`measure_checkpoint`), which
 keeps the record ``regime.json`` beside the checkpoint (:mod:`tspd.records.regime`): the command, revision and
 device, one row per decoding with which problems it answered, written as each row is measured and keyed by the
 weights' hash, so that a rerun measures only what is missing, and :func:`targets`, the bounds the regime model is
@@ -22,11 +22,9 @@ The anchors are LLaDA-8B's, quoted as theirs (:data:`ANCHORS`, :data:`CACHE_ANCH
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import shlex
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -383,31 +381,6 @@ def write_section(training_md: Path, lines: list[str]) -> None:
         return
     later = text.find("\n## ", start + len(SECTION))
     training_md.write_text(text[:start] + body + ("\n" + text[later + 1:] if later >= 0 else ""))
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    d = RegimeConfig()
-    p.add_argument("--model", default=DEFAULT_MODEL, help="a checkpoint directory or zoo name trained by train-lm")
-    p.add_argument("--n", type=int, default=d.n, help="test problems for the window's own figures")
-    p.add_argument("--long-n", type=int, default=d.long_n, help="test problems for the longer windows (vanilla: costly)")
-    p.add_argument("--long-windows", default=None, help="comma-separated longer windows, e.g. 512,1024 ('' for none; "
-                   "default: twice the checkpoint's window)")
-    p.add_argument("--tspd-ce", choices=("auto", "yes", "no"), default="auto",
-                   help="TSPD + CE rows: auto = when the model has controllers/tspd")
-    p.add_argument("--batch", type=int, default=d.batch, help="prompts per generate() call")
-    p.add_argument("--out", default=None, help="the record's JSON (default: <model>/regime.json)")
-
-
-def main(args: argparse.Namespace) -> int:
-    windows = None if args.long_windows is None else tuple(int(w) for w in args.long_windows.split(",") if w.strip())
-    cfg = RegimeConfig(n=args.n, long_n=args.long_n, long_windows=windows, batch=args.batch)
-    command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime"
-    rec = measure_checkpoint(args.model, cfg, {"auto": None, "yes": True, "no": False}[args.tspd_ce], command=command,
-                 out=args.out, log=lambda s: print(s, flush=True))
-    write_section(regime_file.path_of(args.model).parent / "TRAINING.md", markdown(rec))
-    for t in targets(rec):
-        print(f"{t['what']}: {t['value']:.2f} (bound {t['bound']:g}) {'met' if t['met'] else 'not met'}")
-    return 0
 
 
 __all__ = ["ANCHORS", "CACHE_ANCHORS", "FIXED_ANCHORS", "THRESHOLD_ANCHOR", "REGIME_TARGETS", "REGIME_COLUMNS",

@@ -293,16 +293,6 @@ def special_tokens(config, tokenizer=None) -> SpecialTokens:
     return SpecialTokens(mask=mask, eos=eos, pad=eos if pad is None else pad, eot=eot)
 
 
-def add_model_arguments(parser, model_help: str = "") -> None:
-    """``--model``, ``--device``, ``--dtype``: which checkpoint a command loads, onto what, in what dtype,
-    with :func:`load_model`'s defaults (every command that loads a model takes these three)."""
-    parser.add_argument("--model", default=None,
-                        help=f"local checkpoint directory or embedded model name (default {DEFAULT_MODEL}){model_help}")
-    parser.add_argument("--device", default="cpu", help="torch device of the model (cpu, cuda, cuda:N)")
-    parser.add_argument("--dtype", default=None,
-                        help="float32 | bfloat16 | float16 (default: float32 on a CPU, bfloat16 elsewhere)")
-
-
 @dataclass
 class LoadedModel:
     """A checkpoint ready to decode: the network and what decoding reads beside it, from one directory.

@@ -5,9 +5,10 @@ one row of counts per prompt (:func:`tspd.eval.dynamics.prompt_measures`) and th
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from tspd.records.files import read_json, write_json
+from tspd.records.files import read_json, write_text_atomic
 
 FILENAME = "dynamics.json"
 
@@ -29,8 +30,14 @@ def load(checkpoint: str | Path | None, path: str | Path | None = None) -> dict 
 
 
 def save(path: str | Path, record: dict) -> Path:
-    """Write the record (atomically: a kill leaves the previous batch's record)."""
-    return write_json(path, record)
+    """Write the record (atomically: a kill leaves the previous batch's record): its settings and summary indented,
+    its per-prompt rows one line each (about 400 bytes a problem)."""
+    head = {k: v for k, v in record.items() if k != "rows"}
+    rows = ",\n".join("  " + json.dumps(r, separators=(",", ":")) for r in record.get("rows", []))
+    text = json.dumps(head, indent=1)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, text)
 
 
 __all__ = ["FILENAME", "path_of", "load", "save"]

@@ -19,24 +19,24 @@ batch by batch (the paper's Table 12 compares the three).
 
     python -m tspd collect-traces --model tiny-arith --prompts arith-traces --n 1000 --out traces.pt
 
+(the command: :mod:`tspd.commands.collect_traces`)
+
 ``--prompts`` left out: the model's own task's traces split (``arith-traces`` for ``tiny-arith``,
 ``chain-traces`` for a checkpoint trained on ``chain``; :func:`own_traces`).
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 from pathlib import Path
 
 import torch
 
-from tspd.decoding.config import POLICY_OPTIONS, DecodeConfig, add_decode_arguments
+from tspd.decoding.config import DecodeConfig
 from tspd.decoding.controllers import Controller, StepView, make_controller
 from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.loop import generate
-from tspd.tasks.base import render_prompt
-from tspd.models.loading import DEFAULT_MODEL, add_model_arguments, default_task
+from tspd.models.loading import default_task
 from tspd.records.files import read_jsonl
 
 FORMAT = "tspd-traces-v1"
@@ -237,41 +237,3 @@ def load_prompts(source: str, n: int | None, flan_source: str | None = None) -> 
         else:
             prompts = [line for line in path.read_text().splitlines() if line.strip()]
     return prompts[:n] if n else prompts
-
-
-# ------------------------------------------------------------------------------------------------
-# CLI
-# ------------------------------------------------------------------------------------------------
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_model_arguments(p)
-    p.add_argument("--prompts", default=None, help="<task>-traces (arith-traces, chain-traces), flan, or a .jsonl/.txt "
-                   "file (default: the traces split of the task the model was trained on)")
-    p.add_argument("--flan-source", default=None, help="FLAN JSONL file or datasets hub id (with --prompts flan)")
-    p.add_argument("--n", type=int, default=None, help="number of prompts (default: all)")
-    p.add_argument("--policy", dest="collection", choices=POLICIES, default="egp",   # not the decoding's policy
-                   help="collection policy: egp (the oracle, App. A.4), vanilla (standard PD) or mixed (Table 9)")
-    add_decode_arguments(p, skip=POLICY_OPTIONS + ("temperature", "seed"))   # EGP replays a greedy reference
-    p.set_defaults(ce=COLLECT.ce)          # --no-ce: ce_conf = conf, u = 0
-    p.add_argument("--batch-size", type=int, default=8, help="prompts decoded together")
-    p.add_argument("--chat", choices=("on", "off"), default="off",
-                   help="wrap prompts in the tokenizer's chat template (Instruct checkpoints)")
-    p.add_argument("--out", required=True, help="output .pt file")
-
-
-def main(args) -> int:
-    from tspd.models.loading import load_model
-    decode = DecodeConfig.from_args(args)
-    model = load_model(args.model, device=args.device, dtype=args.dtype)
-    source = args.prompts or own_traces(model)
-    prompts = load_prompts(source, args.n, args.flan_source)
-    prompts = [render_prompt(q, model.tokenizer, args.chat == "on") for q in prompts]
-    data = collect(model, prompts, decode, policy=args.collection, batch_size=args.batch_size,
-                   meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=source))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    save_traces(data, out)
-    m = data["meta"]
-    print(f"wrote {out}: {len(data['offsets']) - 1} block sequences, {data['features'].shape[0]} steps, "
-          f"{data['labels'][data['masked']].float().mean():.3f} of masked token-steps fix-safe; "
-          f"EGP matched vanilla on {m['egp_matches_vanilla']}/{m['egp_rows']} prompts")
-    return 0

@@ -22,10 +22,11 @@ Writes ``<out>.safetensors`` + ``<out>.json`` (architecture, settings, validatio
 learning curve ``<out>.curve.json`` (the paper's Figure 5). Deterministic for a given ``--seed``.
 
     python -m tspd train-controller --traces traces.pt --kind tspd --out tspd/zoo/tiny-arith/controllers/tspd
+
+(the command: :mod:`tspd.commands.train_controller`)
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import json
@@ -38,10 +39,9 @@ import torch
 import torch.nn.functional as F
 
 from tspd.decoding.controllers.learn2pd import WIDTH, Learn2PDNet
-from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, features_without, stack_features
+from tspd.decoding.controllers.tspd import FEATURES, TSPDConfig, TSPDNet, stack_features
 from tspd.decoding.controllers.weights import LEARNED, save_controller, stem_of
 from tspd.models.loading import CheckpointError, weights_hash
-from tspd.options import add_dataclass_arguments, from_args
 from tspd.training.traces import CHANNELS, load_traces
 
 KINDS = LEARNED                 # the learned controllers (tspd.decoding.controllers.weights)
@@ -279,38 +279,17 @@ def _saved_config(cfg: ControllerTrainConfig, net, names: tuple[str, ...], gate:
     return dict(kind="learn2pd", width=WIDTH, accept=gate, params=params, train=settings, summary=summary)
 
 
-# ------------------------------------------------------------------------------------------------
-# CLI
-# ------------------------------------------------------------------------------------------------
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--traces", required=True, help="trace file from `python -m tspd collect-traces`")
-    add_dataclass_arguments(p, ControllerTrainConfig, skip=("features",),
-                            choices={"kind": KINDS, "arch": ("lstm", "mlp"), "ce": CE_MODES,
-                                     "class_weight": ("inverse", "none")})
-    p.add_argument("--features", default=",".join(FEATURES), help=f"comma list from {','.join(FEATURES)}")
-    p.add_argument("--drop", default="", help="Table 7 ablation: comma list of confidence,entropy,momentum,position")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--out", required=True, help="output stem, e.g. <model dir>/controllers/tspd")
-
-
-def main(args) -> int:
-    features = tuple(f for f in args.features.split(",") if f)
-    if args.drop:
-        dropped = set(FEATURES) - set(features_without([d for d in args.drop.split(",") if d]))
-        features = tuple(f for f in features if f not in dropped)
-    cfg = from_args(ControllerTrainConfig, args, features=features)
-    traces = load_traces(args.traces)
-    net, saved, curve = train(traces, cfg, progress=not args.quiet)
-    saved["traces_file"] = str(args.traces)
+def train_and_save(traces_path: str | Path, cfg: ControllerTrainConfig, out: str | Path, progress: bool = True):
+    """Train on the trace file ``traces_path`` and save the controller at the stem ``out`` (``<out>.safetensors``,
+    ``.json`` and the learning curve ``.curve.json``); returns (the stem written, the saved config)."""
+    traces = load_traces(traces_path)
+    net, saved, curve = train(traces, cfg, progress=progress)
+    saved["traces_file"] = str(traces_path)
     saved["model"] = traces["meta"].get("model")
     try:   # a controller reads its model's confidence dynamics and belongs to it: the model's whole sha256
         saved["model_sha256"] = weights_hash(saved["model"], digits=64)
     except CheckpointError:   # a model not on this machine
         saved["model_sha256"] = None
-    stem = save_controller(net, saved, stem_of(args.out, cfg.kind))
+    stem = save_controller(net, saved, stem_of(out, cfg.kind))
     Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
-    v = saved["summary"]["val"]
-    print(f"wrote {stem}.safetensors/.json/.curve.json: best epoch {saved['summary']['best_epoch']}, "
-          f"val loss {v['loss']:.4f}, precision {v['precision']:.3f}, recall {v['recall']:.3f}, "
-          f"fix rate {v['fix_rate']:.3f}")
-    return 0
+    return stem, saved

@@ -1,4 +1,5 @@
-"""``python -m tspd train-lm``: train an embedded diffusion LM on a generated task (``arith``, ``chain``).
+"""Train an embedded diffusion LM on a generated task (``arith``, ``chain``): ``python -m tspd train-lm``
+(:mod:`tspd.commands.train_lm`).
 
 The loop, read top to bottom: build the model (``--arch``: LLaDA's, Dream's or LLaDA-MoE's layout,
 :mod:`tspd.training.lm.arch`; fresh, warm-started or resumed), then for each step set the learning rate, take
@@ -18,7 +19,6 @@ held-out accuracy of 1 token per step against parallel decoding).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import csv
 import time
@@ -30,10 +30,9 @@ import torch
 from tspd.eval.regime import REGIME_COLUMNS
 from tspd.tasks.generated import generated_task
 from tspd.models.loading import LoadedModel, special_tokens
-from tspd.options import from_args
 from tspd.provenance import device_name, git_revision
 from tspd.records import train_lm_evals
-from tspd.training.lm.config import LMTrainConfig, add_arguments, command_line
+from tspd.training.lm.config import LMTrainConfig, command_line
 from tspd.training.lm.data import make_tokenizer
 from tspd.training.lm.stream import BatchStream
 from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluation, final_probes, gate_failed, \
@@ -288,13 +287,4 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
     return evals
 
 
-def main(args: argparse.Namespace) -> int:
-    cfg = from_args(LMTrainConfig, args)   # bad options raise; python -m tspd prints them as one line
-    if getattr(args, "eval_only", False):
-        eval_only(cfg)
-        return 0
-    train(cfg, log=lambda s: print(s, flush=True))
-    return 0
-
-
-__all__ = ["LMTrainConfig", "add_arguments", "command_line", "read_log", "train", "eval_only", "main"]
+__all__ = ["LMTrainConfig", "command_line", "read_log", "train", "eval_only"]

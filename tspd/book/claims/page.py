@@ -80,10 +80,10 @@ def evidence_rows(stored: dict) -> list[dict]:
     return rows
 
 
-def _label(where: str, task: str, several: bool, f: Finding, width: int = 48) -> str:
-    """``Table 2 (roster-moe): NFE Prophet † / NFE Ours †``: the claim's place (its task where its notebook checks
+def _label(where: str, task: str, several: bool, f: Finding, width: int = 56) -> str:
+    """``Table 2 (roster / roster-moe): NFE Prophet † / …``: the claim's place (its task where its notebook checks
     several) and its decisive quantity, cut to ``width`` characters."""
-    head = f"{where} ({task.rsplit(' / ', 1)[-1]})" if several else where
+    head = f"{where} ({task})" if several else where
     text = f"{head}: {f.quantity}"
     return text if len(text) <= width else text[:width - 1] + "…"
 

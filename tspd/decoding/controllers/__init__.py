@@ -57,5 +57,18 @@ def check_policy(policy: str, policy_kwargs: dict | None = None, for_decoding: b
         raise UsageError(f"threshold must be in (0, 1], got {t!r}")
 
 
-__all__ = ["Controller", "Decision", "StepView", "make_controller", "controller_class", "check_policy",
+def decoding_policies() -> list[str]:
+    """The policies a decoding may name (``generate``'s ``--policy``): every registered one but a trace-collection
+    oracle (EGP needs each prompt's vanilla answer; ``collect-traces --policy egp`` runs it)."""
+    out = []
+    for name in REGISTRY:
+        try:
+            check_policy(name, {})
+        except UsageError:
+            continue
+        out.append(name)
+    return out
+
+
+__all__ = ["Controller", "Decision", "StepView", "make_controller", "controller_class", "check_policy", "decoding_policies",
            "rank_in_row", "top_k_mask", "top_one", "REGISTRY"]

@@ -6,8 +6,9 @@
 - :mod:`tspd.eval.lmeval.adapter`: ``@register_model("tspd")`` (needs ``pip install 'tspd[lmeval]'``):
   ``generate_until`` through :func:`tspd.generate`, ``loglikelihood`` by LLaDA's Monte-Carlo estimate
   (:mod:`tspd.eval.lmeval.likelihood`), NFE / TPS / the decoding in lm-eval's samples and results.
-- :mod:`tspd.eval.lmeval.cli`: ``python -m tspd.lmeval ...``, lm-eval's own command line with the adapter
-  registered and :data:`TASKS_DIR` on the task path (lm-eval 0.4 finds models only in code it has imported).
+- :mod:`tspd.eval.lmeval.launch`: lm-eval's own command line with the adapter registered and :data:`TASKS_DIR` on
+  the task path (lm-eval 0.4 finds models only in code it has imported), run by ``python -m tspd.lmeval ...``
+  (:mod:`tspd.commands.lmeval`).
 - ``tasks/``: ``tspd_arith``, ``tspd_chain`` and ``tspd_roster`` (the generated tasks of those names, generated
   locally) and ``tspd_gsm8k`` (local JSONL).
 """

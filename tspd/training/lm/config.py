@@ -1,4 +1,5 @@
-"""``train-lm``'s settings: one :class:`LMTrainConfig`, its command-line options and the exact command line.
+"""``train-lm``'s settings: one :class:`LMTrainConfig`, the choices of its command-line options (:data:`CHOICES`; the
+options themselves: :mod:`tspd.commands.train_lm`) and the exact command line.
 
 The window defaults to the task's own (``arith`` 64, ``chain`` 256, both in blocks of 32). ``--long-windows``
 puts a share of the batches in longer windows, the answer EOS-filled to their end, as LLaDA-Instruct pads
@@ -6,12 +7,10 @@ its answers, so that the model still answers when decoded in a longer window (pa
 """
 from __future__ import annotations
 
-import argparse
 import shlex
 from dataclasses import asdict, dataclass
 
 from tspd.tasks.generated import GENERATED, MIX_ONLY, generated_task
-from tspd.options import add_dataclass_arguments
 from tspd.training.masking import SCHEMES
 from tspd.validate import check_device
 
@@ -145,14 +144,8 @@ def _leaving_some(out: list[tuple], option: str, rest: str) -> list[tuple]:
     return out
 
 
+# the allowed values of train-lm's options (python -m tspd train-lm, tspd.commands.train_lm)
 CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "arch": list(ARCHS), "objective": list(OBJECTIVES), "device": ["cpu", "cuda"], "tokenizer": ["bpe", "char"], "masking": list(SCHEMES)}
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="output checkpoint directory")
-    add_dataclass_arguments(p, LMTrainConfig, skip=("out",), choices=CHOICES)
-    p.add_argument("--eval-only", action="store_true",
-                   help="skip training: evaluate the checkpoint in --out and append to its TRAINING.md")
 
 
 def command_line(cfg: LMTrainConfig) -> str:

@@ -1,30 +1,18 @@
 """``python -m tspd generate``: decode one prompt and print the answer (or one JSON object)."""
 from __future__ import annotations
 
+import argparse
 import json
 
-from tspd.decoding.config import DecodeConfig, add_decode_arguments
-from tspd.decoding.controllers import REGISTRY, check_policy
+from tspd.decoding.config import DecodeConfig, add_decode_arguments, add_model_arguments
+from tspd.decoding.controllers import decoding_policies
 from tspd.decoding.controllers.weights import check_controller_files
+from tspd.models.loading import Checkpoint, load_model
 from tspd.tasks.base import render_prompt
-from tspd.models.loading import Checkpoint, add_model_arguments, load_model
 from tspd.validate import UsageError, check_device, check_dtype
 
 
-def decoding_policies() -> list[str]:
-    """The policies ``generate`` decodes with: every registered one but a trace-collection oracle (EGP needs
-    each prompt's vanilla answer; ``collect-traces --policy egp`` runs it)."""
-    out = []
-    for name in REGISTRY:
-        try:
-            check_policy(name, {})
-        except UsageError:
-            continue
-        out.append(name)
-    return out
-
-
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arguments(p)
     p.add_argument("--prompt", required=True, help="prompt text")
     p.add_argument("--policy", default=DecodeConfig.policy,
@@ -46,7 +34,7 @@ def format_prompt(tokenizer, text: str, chat: str) -> str:
     return render_prompt(text, tokenizer, {"on": True, "off": False}.get(chat))
 
 
-def check(args) -> tuple[Checkpoint, DecodeConfig]:
+def check(args: argparse.Namespace) -> tuple[Checkpoint, DecodeConfig]:
     """Every argument checked before the weights load (they take minutes for an 8B model): the checkpoint
     (opened once: a directory with a config.json of a known architecture) and the decoding asked for, with
     the checkpoint's window where none is given."""
@@ -60,7 +48,7 @@ def check(args) -> tuple[Checkpoint, DecodeConfig]:
     return checkpoint, decode
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     from tspd.decoding.loop import generate
     checkpoint, decode = check(args)
     model = load_model(checkpoint, device=args.device, dtype=args.dtype)
