@@ -98,3 +98,26 @@ def test_the_record_is_written_and_read_back_whole(tmp_path):
     assert dynamics.load(None, path) == record
     assert path.read_text().count("\n  {") == 2          # a row a line
     assert dynamics.load(None, tmp_path / "none.json") is None
+
+
+def _recorded():
+    from tspd.models.loading import ZOO
+    return sorted(p.parent.name for p in ZOO.glob("*/dynamics.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _recorded())
+def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
+    """The first batch of a zoo model's committed dynamics record, measured again with the current code: the same
+    counts, prompt by prompt."""
+    from tspd.eval.dynamics import OURS, measure_batch
+    from tspd.models.loading import load_model, resolve_path, weights_hash
+    from tspd.records import dynamics
+    from tspd.tasks.generated import generated_task
+    record, path = dynamics.load(name), resolve_path(name)
+    assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd dynamics"
+    cfg, task = DynamicsConfig(**record["config"]), generated_task(record["task"])
+    problems = task.load_split("test", cfg.batch)
+    again = measure_batch(load_model(path), task, problems, record["gen_length"], record["block_length"], cfg,
+                          record[OURS])
+    assert [{"id": p["id"], **r} for p, r in zip(problems, again)] == record["rows"][:cfg.batch]

@@ -62,7 +62,7 @@ MAX_RISE = 8                      # rise lengths are counted up to this (longer 
 class DynamicsConfig:
     """What a dynamics record measures (stored as the record's ``config``; a changed field measures it again)."""
     n: int = 200               # problems of the task's test split
-    batch: int = 50            # prompts per generate() call (a trace is [steps, batch, window] per channel)
+    batch: int = 10            # prompts per generate() call (on a CPU a larger batch is no faster; the test reruns one)
     window: int = 4            # Fig. 1's k: the steps a trace's spread is taken over, the current one included
     moved_std: float = 0.05    # a trace moved when that spread exceeds this (Fig. 1's "unstable")
     unsure_low: float = 0.5    # right but unsure: confidence in [unsure_low, certain) ...

@@ -1,24 +1,29 @@
-"""``styled``: duty rosters in a per-answer style with hours that add up, so that answer tokens have a middle.
+"""``styled``: duty rosters whose lines draw a style and whose hours add up, so that answer tokens have a middle.
 
 The ``roster`` task (:mod:`tspd.tasks.roster`) with two changes, each a source of the middle that the paper's
-Section 3 finds on LLaDA-8B (right tokens that sit between 0.5 and 0.9 for several steps, traces that move and
-then end on another token):
+Section 3 finds on LLaDA-8B (right tokens that sit between 0.5 and 0.9 for several steps and climb before they are
+sure, traces that move and then end on another token):
 
-- **a style**: every answer draws a style, A with odds :data:`P_A` or B, and every marker of every line (the verb,
-  each separator, the last joiner) follows the answer's style with probability :data:`P_FOLLOW`, else takes the
-  other style's form. A marker's form is uncertain until other markers are written, and each written marker is
-  evidence for the rest: markers climb as they are written and sit, right, below 0.9 (any form is right).
+- **a style per line**: every line draws a style, *plain* with odds :data:`P_PLAIN` or *mixed*; a plain line
+  writes every marker (the verb, each separator, the last joiner, the joiner of each chore and its hours) in its
+  first form, a mixed line each marker in its first form with probability :data:`P_MIXED_FIRST`, else the second.
+  A marker's first form is then likely (0.8) but not sure until others of its line are written, and each first
+  form written is evidence (odds 1 : 0.6) that the line is plain: the line's markers climb, 0.80, 0.85, 0.89,
+  0.93, as they are written, and the later ones cross 0.9 after a rise over several steps (CE's opportunity).
+  Any form is right.
 - **hours that add up**: every chore takes 2 or 3 hours and a day's hours add up to the total the question states,
   so ``k`` chores of each day take 3 (the places drawn at random). An hour's most likely value is 2 while few
   are written, and each 2 written makes a 3 more likely for the rest: these traces move, and some of them end on
   the other value (what a threshold commits too early and a history can warn of).
 
-Every form and hour is one token of the roster tokenizer (`` will`` / `` each``, ``,`` / ``;``, `` and`` / ``;``;
-a space and one digit per hour), so a line has the same number of tokens in either style and the day count stays
-where ``roster`` models learn it by position (a lab prototype whose forms differed in length wrote extra days)::
+Every form and hour is one token of the roster tokenizer (`` will`` / `` each``, ``,`` / ``;``, `` and`` / ``;``,
+`` `` / ``:`` before an hour, one digit per hour), so a line has the same number of tokens in any style and the day
+count stays where ``roster`` models learn it by position (a lab prototype whose forms differed in length wrote
+extra days; ``results/training/styled-g1``: with one style per answer the markers settle after the first line
+and nothing in the middle is unsafe)::
 
     On day 1 they will cook 2, wash 3 and sweep 2.
-    On day 2 they each cook 3; wash 2; sweep 2.
+    On day 2 they each cook:3; wash 2, sweep:2.
 
 Grading reads the chores and the hours: every line's chores as ``roster``'s, each hour 2 or 3, a day's hours adding
 up to the total. Any style, any mix of forms and any valid plan is right.
@@ -35,26 +40,27 @@ from tspd.tasks.splits import Splits
 SPLIT_SIZES = {"test": 500, "traces": 2000}
 GEN_LENGTH, BLOCK_LENGTH = roster.GEN_LENGTH, roster.BLOCK_LENGTH   # the paper's window and block (Table 1)
 SUMMARY = "duty rosters in a drawn style whose hours add up to a day's total"  # what the task is, in the book's prose
-P_A = 0.7        # odds of style A: the two right styles are not equally likely
-P_FOLLOW = 0.85  # a marker follows its answer's style with this probability: evidence, not a rule
-FORMS = {"verb": ("will", "each"), "sep": (", ", "; "), "last": (" and ", "; ")}   # style A's, style B's
-STYLES = "AB"
+P_PLAIN = 0.5        # odds that a line is plain (every marker in its first form)
+P_MIXED_FIRST = 0.6  # a mixed line's marker takes its first form with this probability: each first form is evidence
+FORMS = {"verb": ("will", "each"), "sep": (", ", "; "), "last": (" and ", "; "), "item": (" ", ":")}   # first, second
+STYLES = "PM"        # plain, mixed (a problem's ``styles``: one letter a line)
 HOURS = (2, 3)   # a chore's hours; a day's total decides how many take 3
 
 
-def _form(rng: random.Random, style: int, kind: str) -> str:
-    """A marker of ``kind``: the answer's style's form with probability P_FOLLOW, else the other one."""
-    return FORMS[kind][style if rng.random() < P_FOLLOW else 1 - style]
+def _form(rng: random.Random, mixed: bool, kind: str) -> str:
+    """A marker of ``kind``: its first form on a plain line; on a mixed one, the first with probability
+    P_MIXED_FIRST, else the second."""
+    return FORMS[kind][int(mixed and rng.random() >= P_MIXED_FIRST)]
 
 
-def line(rng: random.Random, style: int, day: int, chores: list[str], hours: list[int]) -> str:
-    """``On day <day> they <verb> <chore> <hours><sep>...<last><chore> <hours>.``, each marker drawn by
-    :func:`_form`."""
-    items = [f"{c} {h}" for c, h in zip(chores, hours)]
-    text = f"On day {day} they {_form(rng, style, 'verb')} {items[0]}"
+def line(rng: random.Random, mixed: bool, day: int, chores: list[str], hours: list[int]) -> str:
+    """``On day <day> they <verb> <chore><item><hours><sep>...<last><chore><item><hours>.``, each marker drawn
+    by :func:`_form`."""
+    items = [f"{c}{_form(rng, mixed, 'item')}{h}" for c, h in zip(chores, hours)]
+    text = f"On day {day} they {_form(rng, mixed, 'verb')} {items[0]}"
     for item in items[1:-1]:
-        text += _form(rng, style, "sep") + item
-    return text + _form(rng, style, "last") + items[-1] + "."
+        text += _form(rng, mixed, "sep") + item
+    return text + _form(rng, mixed, "last") + items[-1] + "."
 
 
 def day_hours(rng: random.Random, n: int, long: int) -> list[int]:
@@ -64,17 +70,17 @@ def day_hours(rng: random.Random, n: int, long: int) -> list[int]:
 
 
 def make_problem(rng: random.Random) -> dict:
-    """A ``roster`` problem whose question also states the day's hours, its plan written in a drawn style:
-    ``roster``'s keys plus ``style`` (``A`` or ``B``) and ``total`` (hours a day)."""
+    """A ``roster`` problem whose question also states the day's hours, each line of its plan in a drawn style:
+    ``roster``'s keys plus ``styles`` (``P`` plain or ``M`` mixed, a letter a line) and ``total`` (hours a day)."""
     p = roster.make_problem(rng)
     n = len(p["chores"])
     total = HOURS[0] * n + rng.randint(1, n - 1)   # 1 .. n-1 chores of 3 hours: each day's places are free
-    style = 0 if rng.random() < P_A else 1
-    lines = [line(rng, style, d + 1, rng.sample(p["chores"], n), day_hours(rng, n, total - HOURS[0] * n))
-             for d in range(p["days"])]
+    mixed = [rng.random() >= P_PLAIN for _ in range(p["days"])]
+    lines = [line(rng, m, d + 1, rng.sample(p["chores"], n), day_hours(rng, n, total - HOURS[0] * n))
+             for d, m in enumerate(mixed)]
     question = p["question"] + f" Each chore takes 2 or 3 hours, and they work {total} hours a day in all."
     return dict(p, template=f"styled{n}", question=question, answer="\n".join(lines) + f"\n#### {p['days']}",
-                style=STYLES[style], total=total)
+                styles="".join(STYLES[m] for m in mixed), total=total)
 
 
 _SPLITS = Splits("styled", make_problem, SPLIT_SIZES)
@@ -88,7 +94,7 @@ plan_lines, answer_key = roster.plan_lines, roster.answer_key
 # group 1: the day, group 2: the chores with their hours and separators (tspd.training.roster_probes reads it)
 LINE = re.compile(r"On day (\d+) they (?:will|each) (.*)\.$")
 _SPLIT = re.compile(r", |; | and ")
-_ITEM = re.compile(r"(\w+) (\d+)")
+_ITEM = re.compile(r"(\w+)[ :](\d+)")
 
 
 def parse_line(text: str) -> tuple[int, list[str], list[int]] | None:
@@ -145,4 +151,4 @@ class Styled(roster.Roster):
 
 
 __all__ = ["make_problem", "load_split", "iter_train", "fingerprint", "prompt", "parse_line", "line_fault", "fault", "right",
-           "line_accuracy", "template_accuracy", "answer_key", "Styled", "FORMS", "P_A", "P_FOLLOW", "LINE"]
+           "line_accuracy", "template_accuracy", "answer_key", "Styled", "FORMS", "P_PLAIN", "P_MIXED_FIRST", "LINE"]
