@@ -121,3 +121,28 @@ def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
     again = measure_batch(load_model(path), task, problems, record["gen_length"], record["block_length"], cfg,
                           record[OURS])
     assert [{"id": p["id"], **r} for p, r in zip(problems, again)] == record["rows"][:cfg.batch]
+
+
+def test_a_complete_record_is_read_back_untouched_and_a_partial_one_resumed(tmp_path, monkeypatch):
+    """Reading a finished record back (the regime page does) rewrites nothing: not its command, revision or device."""
+    import tspd.eval.dynamics as dyn
+    from tspd.models.loading import weights_hash
+    calls = []
+
+    def fake_batch(model, task, problems, *a, **k):
+        calls.append(len(problems))
+        return [{"tokens": 1, "certain_first": 1, "unsure": 0, "crossed": 0, "rise_crossed": 0, "rises": [0] * 9,
+                 "band_steps": [0, 0, 0, 1], "band_flips": [[[0, 0], [0, 0]]] * 3 + [[[1, 0], [0, 0]]],
+                 "fig1": [[[0, 0], [0, 0]]] * 10, "vanilla_nfe": 4, "vanilla_right": True, "egp_nfe": 2,
+                 "egp_same": True, "fast_nfe": 3, "fast_right": True} for _ in problems]
+    monkeypatch.setattr(dyn, "measure_batch", fake_batch)
+    out = tmp_path / "d.json"
+    cfg = DynamicsConfig(n=4, batch=2)
+    first = dyn.measure_checkpoint("tiny-arith", DynamicsConfig(n=2, batch=2), command="first", out=out)
+    assert calls == [2] and first["weights"] == weights_hash("tiny-arith")
+    out.write_text(out.read_text().replace('"n": 2', '"n": 4'))          # as if stopped after its first batch
+    resumed = dyn.measure_checkpoint("tiny-arith", cfg, command="second", out=out)
+    assert calls == [2, 2] and len(resumed["rows"]) == 4 and resumed["command"] == "first"
+    before = out.read_bytes()
+    again = dyn.measure_checkpoint("tiny-arith", cfg, command="third", out=out)
+    assert calls == [2, 2] and again == resumed and out.read_bytes() == before

@@ -78,7 +78,7 @@ def premise_figure(records: dict[str, dict]):
     method is faster) against the share of answer tokens that are right but unsure (the premise it reads)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
     for label, r in records.items():
         s = r["summary"]
         ratio = (s.get(OURS) or {}).get("over_fast")
@@ -86,14 +86,15 @@ def premise_figure(records: dict[str, dict]):
             continue
         u = s["unsure"]
         ax.errorbar(u["value"], ratio["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
-                    yerr=[[ratio["value"] - ratio["lo"]], [ratio["hi"] - ratio["value"]]], fmt="o", capsize=3)
-        ax.annotate(f"{label}\n(TSPD + CE {s.get(OURS + '_correct')}, Fast-dLLM {s.get(FAST + '_correct')} of "
-                    f"{s['prompts']} right)", (u["value"], ratio["value"]), textcoords="offset points",
-                    xytext=(6, 6), fontsize=7)
+                    yerr=[[ratio["value"] - ratio["lo"]], [ratio["hi"] - ratio["value"]]], fmt="o", capsize=3,
+                    label=f"{label} (right: TSPD + CE {s.get(OURS + '_correct')}, Fast-dLLM "
+                          f"{s.get(FAST + '_correct')} of {s['prompts']})")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_xlabel("right but unsure, % of answer tokens (vanilla traces)")
     ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9 forwards")
-    ax.set_title("Does the method's gain grow with its premise? (ours, each model's own test problems)", fontsize=9)
+    ax.set_title("Does the method's gain grow with its premise? (ours, each model's own test problems)", fontsize=9,
+                 loc="left")
     fig.tight_layout()
     return fig
 

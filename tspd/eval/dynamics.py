@@ -310,9 +310,13 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
         changed = [k for k in ("weights", "config", "gen_length", "block_length", OURS) if old.get(k) != meta[k]]
         if changed:
             log(f"{path}: its {len(old['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
-        else:
+        elif len(old["rows"]) >= len(problems):   # complete: read back as measured, its provenance untouched
+            return old
+        else:                                     # resumed: the provenance of the rows already there kept
             rows = old["rows"]
-            meta["git"] = old["git"] if old["git"] == meta["git"] else f"{old['git']}; rows added at {meta['git']}"
+            for key, added in (("git", "rows added at"), ("device", "rows added on")):
+                meta[key] = old[key] if old[key] == meta[key] else f"{old[key]}; {added} {meta[key]}"
+            meta["command"] = old["command"]
     bar = tqdm(total=len(problems), initial=len(rows), desc=f"dynamics {model}", unit="problem")
     for i in range(len(rows), len(problems), cfg.batch):
         chunk = problems[i:i + cfg.batch]
