@@ -259,34 +259,6 @@ def test_replace_gen_length_brings_its_own_default_steps():
     assert experiments.RunConfig(model=TEST_MODEL, gen_length=128, steps=64).replace(gen_length=256).steps == 64
 
 
-def test_paper_config_shares_rows_across_tables():
-    from tspd.book import reported
-    common = dict(model="/m/LLaDA-8B-Instruct", device="cuda", limit=0)
-    t1 = {(r["method"], r.get("dagger", False)): r for r in reported.paper_table("table1", task="gsm8k")}
-    vanilla = experiments.paper_config(t1["Vanilla", False], **common)
-    assert (vanilla.policy, vanilla.cache, vanilla.ce, vanilla.gen_length, vanilla.block_length) == ("vanilla", "none", False, 256, 32)
-    assert experiments.paper_config(reported.paper_table("table10")[0], **common).key == vanilla.key
-    ours = experiments.paper_config(t1["Ours", False], **common)
-    assert (ours.policy, ours.ce, ours.cache) == ("tspd", True, "dual")
-    assert experiments.paper_config(reported.paper_table("table4")[1], **common).key == ours.key
-    tau = experiments.paper_config(reported.paper_table("table12", part="tau")[1], **common)
-    assert tau.ce_kwargs == {"tau": 0.4}            # H 20 is CE's default: not part of the key
-    default = experiments.paper_config(reported.paper_table("table12", part="tau")[3], **common)   # tau 0.6, H 20
-    assert default.ce_kwargs == {} and default.key == ours.key
-    fd = experiments.paper_config(t1["F-dLLM", False], method_default_cache="prefix", **common)
-    assert fd.cache == "prefix" and fd.policy == "fast-dllm"
-    with pytest.raises(ValueError, match="policy_kwargs"):
-        experiments.paper_config(reported.paper_table("table8")[0], **common)
-    with pytest.raises(ValueError, match="task"):
-        experiments.paper_config(reported.paper_table("table3")[0], **common)
-    with pytest.raises(ValueError, match="policy"):
-        experiments.paper_config(reported.paper_table("table5")[1], **common)
-    with pytest.raises(ValueError, match="model"):
-        experiments.paper_config(t1["Vanilla", False])
-    small = experiments.paper_config(reported.paper_table("table8")[0], policy_kwargs={"weights": "tspd-h8"}, **common)
-    assert small.policy_kwargs == {"weights": "tspd-h8"}
-
-
 def test_rows_of_another_harness_configuration_are_set_aside(registry):
     _, tmp, fake = registry
     path = tmp / f"{config().key}.jsonl"

@@ -225,17 +225,5 @@ def _joined(keys, k, p, o, metrics) -> dict:
     return row   # keys the columns do not name (an ours-only measure's "paper: ...") are not shown
 
 
-def speedups(rows: list[dict], baseline: dict, key: str = "tps") -> list[dict]:
-    """Copies of ``rows`` with ``speedup`` = row[key] / baseline[key] (e.g. against our vanilla run)."""
-    ref = _get(baseline, key)
-    out = []
-    for r in rows:
-        r = dict(r)
-        v = _get(r, key)
-        r["speedup"] = None if v is None or not ref else v / ref
-        out.append(r)
-    return out
-
-
 __all__ = ["numbers", "table_ids", "table_info", "paper_table", "figure_info", "overheads", "paper_label",
-           "ours_label", "Table", "show", "show_paper", "side_by_side", "speedups", "NUMBERS_FILE"]
+           "ours_label", "Table", "show", "show_paper", "side_by_side", "NUMBERS_FILE"]

@@ -114,10 +114,6 @@ def get_model(model: "str | Checkpoint", device: str = "cpu", dtype: str | None 
     return _MODELS[key]
 
 
-def clear_models() -> None:
-    _MODELS.clear()
-
-
 def _task(name: str):
     if name not in _TASKS:
         _TASKS[name] = get_task(name)
@@ -264,40 +260,5 @@ def results(configs: list[RunConfig], **kwargs) -> list[RunResult]:
     return [result(c, **kwargs) for c in configs]
 
 
-# setting fields of paper_numbers.json that paper_config maps onto RunConfig fields
-_MAPPED = {"model", "task", "task_label", "num_fewshot", "gen_length", "block_length", "policy", "ce", "cache", "tau", "H"}
-
-
-def paper_config(row: dict, method_default_cache: str = "dual", **overrides) -> RunConfig:
-    """The RunConfig of a paper row (``tspd.book.reported.paper_table``), with ``overrides`` applied last.
-
-    Tables share rows (the GSM8K vanilla run appears in Tables 1, 10, 11 and 12); building every
-    row's config here makes equal rows equal configs, so the registry measures each one once.
-    The paper's model name is not a path: pass ``model=`` (and ``device=``, ``limit=``, ...).
-    ``method_default_cache`` stands for "the baseline's own KV cache", which the paper leaves
-    unnamed (Fast-dLLM and Credit Decoding rows). CE's ``tau`` / ``H`` become ``ce_kwargs``. Settings
-    that select a differently trained controller (hidden size, features, training data, ...) have
-    no RunConfig field: pass ``policy_kwargs=`` (e.g. the weights to load) or this raises, so that
-    two different rows can never share one key by accident. Rows whose task or policy the paper
-    leaves unstated need ``task=`` / ``policy=``.
-    """
-    s = dict(row.get("setting") or row)
-    unmapped = {k: v for k, v in s.items() if k not in _MAPPED and v is not None}
-    if unmapped and "policy_kwargs" not in overrides:
-        raise ValueError(f"{row.get('table')} {row.get('method')!r}: {unmapped} selects a specific controller; "
-                         "pass policy_kwargs= (e.g. its weights) to tell the runs apart")
-    ce_kwargs = {k: s[k] for k in ("tau", "H") if s.get(k) is not None}
-    fields = dict(task=s.get("task"), policy=s.get("policy"), ce=bool(s.get("ce")), ce_kwargs=ce_kwargs,
-                  cache=method_default_cache if s.get("cache") == "method-default" else s.get("cache") or "none",
-                  gen_length=s.get("gen_length", 256), block_length=s.get("block_length", 32))
-    fields.update(overrides)
-    for need in ("task", "policy"):
-        if fields.get(need) is None:
-            raise ValueError(f"{row.get('table')} {row.get('method')!r}: the paper does not state the {need}; pass {need}=")
-    if "model" not in fields:
-        raise ValueError("pass model= (a local checkpoint directory or an embedded model name)")
-    return RunConfig(**fields)
-
-
-__all__ = ["RunConfig", "RunResult", "result", "results", "load_result", "paper_config", "eval_command",
-           "get_model", "clear_models", "model_fingerprint", "DEFAULT_RESULTS_DIR"]
+__all__ = ["RunConfig", "RunResult", "result", "results", "load_result", "eval_command",
+           "get_model", "model_fingerprint", "DEFAULT_RESULTS_DIR"]

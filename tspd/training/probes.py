@@ -15,7 +15,7 @@ each solution line ``a op b = c`` and the final ``#### N``:
 Why a *one-pass* probe (``one_pass_final``): the whole answer window masked, one forward, is the final
 ``N`` argmax right at its reference place? A model that answers this way has nothing left for parallel
 decoding to lose: committing many tokens per step (Sec. 1) only costs accuracy when the answer needs the
-lines written before it. (``results/training/t13-fixed-stream``: 99.4 % in one pass, and its sweep lost nothing.)
+lines written before it (``results/training/t13-fixed-stream`` records such a model).
 
 Why a *counterfactual*: a model that recomputes every number from the question in one pass gets the
 ordinary probes partly right (an operand copied from line 1 is also line 1's product of two question
@@ -24,10 +24,9 @@ another two-digit value ``x'`` (the rest of the reference kept) and the later op
 is masked: a model that reads what is written predicts ``x'`` (``copied``), one that recomputes
 predicts ``x`` (``recomputed``).
 
-Motivation, the shipped ``tiny-arith`` (character tokenizer, LLaDA's uniform masking): question
-operands 96 / 90 % right, operands copied from earlier results 61-67 %, final 19 / 52 %, and on the
-counterfactual 0 of 300 copied, 269 recomputed: it does not read its own lines (see
-:mod:`tspd.training.masking`).
+Motivation: an early ``tiny-arith`` (character tokenizer, LLaDA's uniform masking) copied question operands
+well but hardly ever copied what it was shown in place of line 1's result: it did not read its own lines
+(the measured probes: ``../shared/notes/embedded_model_facts.md``, 2026-11-24; :mod:`tspd.training.masking`).
 
 Tokens are mapped to characters with the tokenizer's offsets (``return_offsets_mapping``): a span masks
 exactly the tokens that overlap its characters, so the probes work with the character tokenizer and
