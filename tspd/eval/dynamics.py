@@ -298,9 +298,8 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
         raise UsageError(f"{checkpoint.path} names no generated task in its config.json: the dynamics record reads "
                          "a train-lm checkpoint's own task (collect-traces reads any prompts)")
     task, path = generated_task(spec["name"]), Path(out) if out else dynamics_file.path_of(checkpoint.path)
-    lm = load_model(checkpoint, device=device)
     problems = task.load_split("test", cfg.n)
-    meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(lm.device),
+    meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(device),
             "model": str(model), "weights": weights_hash(checkpoint), "task": spec["name"],
             "gen_length": spec["gen_length"], "block_length": spec["block_length"], "config": dataclasses.asdict(cfg),
             OURS: (checkpoint.path / "controllers" / "tspd.json").is_file()}   # the method, where the model has it
@@ -317,16 +316,16 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
             for key, added in (("git", "rows added at"), ("device", "rows added on")):
                 meta[key] = old[key] if old[key] == meta[key] else f"{old[key]}; {added} {meta[key]}"
             meta["command"] = old["command"]
+    lm = load_model(checkpoint, device=device)   # only once there is something to measure
     bar = tqdm(total=len(problems), initial=len(rows), desc=f"dynamics {model}", unit="problem")
     for i in range(len(rows), len(problems), cfg.batch):
         chunk = problems[i:i + cfg.batch]
         measured = measure_batch(lm, task, chunk, spec["gen_length"], spec["block_length"], cfg, meta[OURS])
         rows += [{"id": p["id"], **r} for p, r in zip(chunk, measured)]
-        dynamics_file.save(path, {**meta, "rows": rows, "summary": summary(rows, cfg)})
+        record = {**meta, "rows": rows, "summary": summary(rows, cfg)}
+        dynamics_file.save(path, record)   # after every batch: the last one's is the finished record
         bar.update(len(chunk))
     bar.close()
-    record = {**meta, "rows": rows, "summary": summary(rows, cfg)}
-    dynamics_file.save(path, record)
     return record
 
 

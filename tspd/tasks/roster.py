@@ -95,10 +95,8 @@ def parse_line(text: str) -> tuple[int, list[str]] | None:
     return int(m.group(1)), chores
 
 
-def line_fault(problem: dict, day: int, text: str, parse=parse_line) -> str | None:
-    """Why ``text`` is not a right line for day ``day`` of ``problem``, or None (``parse``: a task's
-    :func:`parse_line`)."""
-    parsed = parse(text)
+def chores_fault(problem: dict, day: int, parsed: tuple[int, list[str]] | None, text: str) -> str | None:
+    """Why a line ``text`` parsed as ``(day, chores)`` (None: not a line) is not right for day ``day``, or None."""
     if parsed is None:
         return f"day {day}: not a roster line: {text.strip()[:60]!r}"
     d, chores = parsed
@@ -113,6 +111,11 @@ def line_fault(problem: dict, day: int, text: str, parse=parse_line) -> str | No
     if twice:
         return f"day {day}: {twice[0]!r} given twice"
     return None
+
+
+def line_fault(problem: dict, day: int, text: str) -> str | None:
+    """Why ``text`` is not a right line for day ``day`` of ``problem``, or None."""
+    return chores_fault(problem, day, parse_line(text), text)
 
 
 def plan_lines(text: str | None) -> list[str]:

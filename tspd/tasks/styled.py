@@ -113,7 +113,7 @@ def line_fault(problem: dict, day: int, text: str) -> str | None:
     """Why ``text`` is not a right line for day ``day`` of ``problem`` (its chores as ``roster``'s, its hours 2 or 3
     adding up to the day's total), or None."""
     parsed = parse_line(text)
-    if why := roster.line_fault(problem, day, text, parse=lambda _: parsed and parsed[:2]):
+    if why := roster.chores_fault(problem, day, parsed and parsed[:2], text):
         return why
     hours = parsed[2]
     if any(h not in HOURS for h in hours):
