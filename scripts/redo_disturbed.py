@@ -18,8 +18,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from tspd.eval.results import ResultsFile
-from tspd.records.files import append_jsonl
+from tspd.records.rows import ResultsFile
 
 
 def disturbed(rows: list[dict], ratio: float) -> set[str]:
@@ -51,12 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path.name}: {len(rows) - len(kept)} of {len(rows)} rows in {len(bad)} disturbed batches")
         if args.dry_run:
             continue
-        ResultsFile(path).unpack()   # the harness appends the redone rows to the plain file
-        tmp = path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        append_jsonl(tmp, kept)
-        tmp.replace(path)
-        path.with_suffix(".summary.json").unlink(missing_ok=True)
+        ResultsFile(path).keep(kept)   # plain again (the harness appends the redone rows to it), summary gone
     return 0
 
 

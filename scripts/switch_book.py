@@ -47,18 +47,18 @@ def staged_parts(name: str) -> list[tuple[str, str]]:
     its own path."""
     from tspd.book import pareto
     from tspd.book.claims.store import CLAIMS_DIR
-    from tspd.eval.experiments import DEFAULT_RESULTS_DIR
+    from tspd.records.runs import RUNS_DIR
     from tspd.provenance import REPO_ROOT
     from tspd.records import cache_agreement, controller_table
     from tspd.training.variants import DEFAULT_DIR as VARIANTS
     stage = Path("results", "staging", name)
     table, agreement = controller_table.PATH, cache_agreement.PATH
-    pairs = [(stage / "runs" / VARIANTS.name, VARIANTS), (stage / CLAIMS_DIR.name, CLAIMS_DIR),
+    pairs = [(stage / RUNS_DIR.name / VARIANTS.name, VARIANTS), (stage / CLAIMS_DIR.name, CLAIMS_DIR),
              (stage / table.name, table), (stage / controller_table.RUNS, table.parent / controller_table.RUNS),
              (stage / agreement.name, agreement), (stage / cache_agreement.samples_path().name,
                                                    cache_agreement.samples_path()),
-             (stage / "runs" / pareto.RECORD.name, pareto.RECORD),   # the page keeps it inside a results_dir
-             (stage / DEFAULT_RESULTS_DIR.name, DEFAULT_RESULTS_DIR)]
+             (stage / RUNS_DIR.name / pareto.RECORD.name, pareto.RECORD),   # the page keeps it inside a results_dir
+             (stage / RUNS_DIR.name, RUNS_DIR)]
     return [(str(src), str(dest.relative_to(REPO_ROOT))) for src, dest in pairs]
 
 
@@ -69,31 +69,19 @@ def rekey_runs(runs: Path, old: str, new: str) -> list[str]:
     files are the same bytes (moved, not retrained), so the rows stay as decoded; a run already stored under
     the new key is replaced. Returns ``old key -> new key`` for each."""
     from tspd.eval.job import EvalJob, RunConfig
-    from tspd.eval.results import ResultsFile, config_id, summary_path
-    from tspd.records.files import append_jsonl, write_json
+    from tspd.records import runs as registry
+    from tspd.records.rows import config_id
     done = []
-    for sidecar in sorted(runs.glob("*.json")):
-        if sidecar.name.endswith(".summary.json"):
-            continue
-        meta = json.loads(sidecar.read_text())
+    for meta in registry.sidecars(runs):
         kwargs = meta.get("config", {}).get("policy_kwargs") or {}
         moved = {k: new + v[len(old):] if isinstance(v, str) and v.startswith(old) else v for k, v in kwargs.items()}
         if moved == kwargs:
             continue
         meta["config"]["policy_kwargs"] = moved
         config = RunConfig.from_dict(meta["config"])
-        key, rows_path = config.key, runs / f"{meta['key']}.jsonl"
-        out = runs / f"{key}.jsonl"
-        job_config = EvalJob(config, out).row_config()
-        cid = config_id(job_config)
-        rows = [dict(r, config=cid) for r in ResultsFile(rows_path).load()]
-        summary = json.loads(summary_path(rows_path).read_text()) if summary_path(rows_path).exists() else None
-        for f in (out, summary_path(out), out.with_suffix(".json"), rows_path, summary_path(rows_path), sidecar):
-            f.unlink(missing_ok=True)
-        append_jsonl(out, rows)
-        write_json(out.with_suffix(".json"), dict(meta, key=key))
-        if summary is not None:
-            write_json(summary_path(out), dict(summary, config=job_config, config_id=cid, out=str(out)), indent=2)
+        key = config.key
+        job_config = EvalJob(config, registry.rows_file(key, runs).path).row_config()
+        registry.move(meta["key"], key, meta, config_id(job_config), job_config, runs)
         done.append(f"{meta['key']} -> {key}")
     return done
 

@@ -53,7 +53,7 @@ def test_bench_loop_writes_its_provenance_and_one_row_per_setting(tmp_path):
 
 def test_the_step_speed_page_reads_every_committed_loop_file_as_percentages(tmp_path):
     from tspd.book import loop_speed
-    from tspd.eval.experiments import REPO_ROOT
+    from tspd.provenance import REPO_ROOT
     row = {"policy": "tspd", "ce": True, "cache": "dual", "forward_ms": 1.5, "rest_of_forward": 0.2,
            "target": 0.15, "meets_target": False,
            "phases_of_forward": {"ce": 0.05, "controller": 0.04, "statistics_view_commit": 0.03}}

@@ -105,7 +105,7 @@ def test_the_options_default_to_the_dataclass():
     assert DecodeConfig.from_args(parse()) == DecodeConfig()
     args = parse()
     for f in dataclasses.fields(DecodeConfig):
-        if hasattr(args, f.name):
+        if hasattr(args, f.name) and getattr(args, f.name) is not None:   # None: the field's default
             assert getattr(args, f.name) == getattr(DecodeConfig(), f.name), f.name
 
 
@@ -118,8 +118,68 @@ def test_options_become_one_config():
                                temperature=0.5, seed=3, fast=True)
     with pytest.raises(UsageError, match="KEY=VALUE"):
         DecodeConfig.from_args(parse("--policy-arg", "novalue"))
-    with pytest.raises(UsageError, match="without --ce"):
-        DecodeConfig.from_args(parse("--ce-arg", "tau=0.5"))
+    with pytest.raises(UsageError, match="with CE off"):
+        DecodeConfig.from_args(parse("--no-ce", "--ce-arg", "tau=0.5"))
+    assert DecodeConfig.from_args(parse("--ce-arg", "tau=0.5")) == DecodeConfig(ce=True, ce_kwargs={"tau": 0.5})
+
+
+# ------------------------------------------------------------------------------------------------
+# One parser: the command line, lm-eval's --model_args, a notebook's parameters and a stored run agree
+# ------------------------------------------------------------------------------------------------
+def test_every_entry_point_reads_the_same_settings_alike():
+    from tspd.book.notebook import base_run
+    from tspd.eval.job import RunConfig
+    from tspd.eval.lmeval.settings import parse_model_args
+    want = DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": 0.8}, ce=True, ce_kwargs={"tau": 0.5},
+                        cache="dual", gen_length=64, block_length=32, steps=64, temperature=0.0, seed=3)
+    cli = DecodeConfig.from_args(parse("--policy", "fast-dllm", "--threshold", "0.8", "--ce-arg", "tau=0.5",
+                                       "--cache", "dual", "--gen-length", "64", "--block-length", "32",
+                                       "--steps", "64", "--seed", "3"))
+    lm = parse_model_args("pretrained=tiny-arith,policy=fast-dllm,threshold=0.8,ce.tau=0.5,cache=dual,"
+                          "gen_length=64,block_length=32,seed=3").decode
+    text = DecodeConfig.from_mapping({"policy": "fast-dllm", "threshold": "0.8", "ce": "true", "ce_kwargs": '{"tau": 0.5}',
+                                      "cache": "dual", "gen_length": "64", "block_length": "32", "steps": "64",
+                                      "seed": "3"})
+    run = base_run({"model": "tiny-arith", "gen_length": 64, "block_length": 32, "seed": 3},
+                   policy="fast-dllm", threshold=0.8, ce=True, ce_kwargs={"tau": 0.5}, cache="dual")
+    stored = RunConfig.from_dict(run.to_dict())
+    assert cli == lm == text == run.decode == stored.decode == want
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"ce": True, "ce_kwargs": {"tua": 0.5}}, "CE takes no tua"),
+    ({"ce": True, "ce_kwargs": {"tau": 2}}, "tau must lie"),
+    ({"policy.threshold": 1.5, "policy": "fast-dllm"}, "threshold must be in (0, 1]"),
+    ({"threshhold": 0.9}, "unknown settings threshhold"),
+    ({"gen_length": "sixty"}, "expected a whole number"),
+    ({"fast": "maybe"}, "expected true or false"),
+    ({"ce": False, "ce.tau": 0.5}, "with CE off"),
+])
+def test_a_bad_setting_is_one_usage_line(settings, words):
+    with pytest.raises(UsageError) as e:
+        DecodeConfig.from_mapping(settings)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bad_ce_settings_fail_when_the_config_is_made():
+    with pytest.raises(UsageError, match="CE takes no bogus"):
+        DecodeConfig(ce=True, ce_kwargs={"bogus": 1})
+
+
+def test_every_plain_field_has_a_reader_and_the_lists_follow_the_dataclass():
+    from tspd.decoding import config
+    assert set(config._PLAIN_TYPES) == set(config.plain_fields())
+    assert set(config.settings_keys()) == {f.name for f in dataclasses.fields(DecodeConfig)} | set(config.SUGAR)
+
+
+def test_one_threshold_rule_for_the_config_and_the_controllers():
+    from tspd.decoding.controllers.credit import CreditDecoding
+    from tspd.decoding.controllers.fast_dllm import FastDLLM
+    for bad in (0.0, 1.5):
+        for make in (lambda t: DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": t}),
+                     lambda t: FastDLLM(threshold=t), lambda t: CreditDecoding(threshold=t)):
+            with pytest.raises(UsageError, match=r"threshold must be in \(0, 1\]"):
+                make(bad)
 
 
 @pytest.mark.parametrize("config", [

@@ -1,9 +1,9 @@
-"""The dynamics measures (tspd.eval.dynamics) on hand-built traces: a step, a ramp, an oscillation."""
+"""The dynamics measures (tspd.measures.dynamics) on hand-built traces: a step, a ramp, an oscillation."""
 import numpy as np
 import pytest
 import torch
 
-from tspd.eval.dynamics import DynamicsConfig, block_measures, flip_gap_of, prompt_measures, summary
+from tspd.measures.dynamics import DynamicsConfig, block_measures, flip_gap_of, prompt_measures, summary
 
 CFG = DynamicsConfig()
 
@@ -111,7 +111,7 @@ def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
     """The first problems of a zoo model's committed dynamics record, measured again with the current code: the same
     counts, prompt by prompt (3 of its first batch of 10: a row did not depend on its batch-mates, as checked on
     tiny-arith and tiny-roster, and three cost a third)."""
-    from tspd.eval.dynamics import OURS, measure_batch
+    from tspd.measures.dynamics import OURS, measure_batch
     from tspd.models.loading import load_model, resolve_path, weights_hash
     from tspd.records import dynamics
     from tspd.tasks.generated import generated_task
@@ -126,7 +126,7 @@ def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
 
 def test_a_complete_record_is_read_back_untouched_and_a_partial_one_resumed(tmp_path, monkeypatch):
     """Reading a finished record back (the regime page does) rewrites nothing: not its command, revision or device."""
-    import tspd.eval.dynamics as dyn
+    import tspd.measures.dynamics as dyn
     from tspd.models.loading import weights_hash
     calls = []
 

@@ -15,7 +15,8 @@ import torch
 from tspd.cli import main as cli
 from tspd.decoding.loop import Generation
 from tspd.commands import eval as eval_command
-from tspd.eval.results import PHASE_FIELDS, phase_shares, summarize, summary_path
+from tspd.eval.results import PHASE_FIELDS, phase_shares, summarize
+from tspd.records.rows import summary_path
 from tspd.eval.tasks import get_task
 from tspd.models.loading import Checkpoint, LoadedModel, SpecialTokens
 from conftest import SIZES, TEST_MODEL
@@ -270,7 +271,7 @@ def test_corrupt_line_and_foreign_config_are_errors(monkeypatch, tmp_path, capsy
 def test_a_second_writer_on_one_results_file_stops_at_once(monkeypatch, tmp_path, capsys):
     calls = install_fake(gsm8k_answers())
     out = tmp_path / "one.jsonl"
-    first = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom tspd.eval.results import ResultsFile\n"
+    first = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom tspd.records.rows import ResultsFile\n"
                               f"with ResultsFile({str(out)!r}).lock():\n    print('writing', flush=True)\n"
                               "    sys.stdin.readline()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:                                               # another process, writing the same file
@@ -286,7 +287,7 @@ def test_a_second_writer_on_one_results_file_stops_at_once(monkeypatch, tmp_path
 
 
 def test_a_file_written_twice_over_counts_each_id_once(monkeypatch, tmp_path):
-    from tspd.eval.results import ResultsFile
+    from tspd.records.rows import ResultsFile
     calls = install_fake(gsm8k_answers())
     out = tmp_path / "twice.jsonl"
     assert run_eval(calls.seam, out, "--limit", "3") == 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from tspd.validate import UsageError
 import torch
 
 from tspd.eval import experiments
@@ -58,7 +60,7 @@ def registry(tmp_path):
         calls["samples"] += len(batch)
         return generate(model, batch, config, **kw)
 
-    def fake_load(checkpoint, device="cpu", dtype=None):     # cached per process, like experiments.get_model
+    def fake_load(checkpoint, device="cpu", dtype=None):     # cached per process, like tspd.models.cache.get_model
         if checkpoint.path not in loaded:
             calls["loads"] += 1
             loaded[checkpoint.path] = random_model()
@@ -88,8 +90,7 @@ def test_key_is_stable_and_canonical():
     c = config()
     assert len(c.key) == 12 and c.key == config().key
     same = [config(steps=16), config(limit=100), config(limit=None), config(dtype="float32"),
-            config(policy_kwargs={"threshold": 0.7}), config(ce=False, ce_kwargs={"tau": 0.5}),
-            config(model=f"{TEST_MODEL}/")]
+            config(policy_kwargs={"threshold": 0.7}), config(model=f"{TEST_MODEL}/")]
     assert {s.key for s in same} == {c.key}
     different = [config(policy="vanilla", policy_kwargs={}), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
                  config(ce=True, ce_kwargs={"tau": 0.5}), config(cache="dual"), config(gen_length=32),
@@ -104,6 +105,8 @@ def test_key_is_stable_and_canonical():
         c.policy = "vanilla"
     with pytest.raises(ValueError):
         config(cache="full")
+    with pytest.raises(UsageError, match="with CE off"):   # CE settings with CE off: refused, not dropped
+        config(ce=False, ce_kwargs={"tau": 0.5})
     with pytest.raises(TypeError):
         config(policy="tspd", policy_kwargs={"weights": object()})
     with pytest.raises(ValueError, match="takes no threshold"):    # settings are checked once, here
@@ -173,7 +176,7 @@ def test_resume_after_partial_file(registry):
 def test_a_packed_run_reads_the_same_and_resumes(registry):
     """ResultsFile.pack (the controller table's finished runs): the rows gzipped in place of the plain file, the
     same bytes each time; the registry reads it back alike, and a longer run unpacks it, decoding only the rest."""
-    from tspd.eval.results import ResultsFile
+    from tspd.records.rows import ResultsFile
     calls, tmp, fake = registry
     stored = experiments.result(config(limit=2), results_dir=tmp, progress=False, **fake).samples
     results = ResultsFile(tmp / f"{config().key}.jsonl")
@@ -282,7 +285,7 @@ def test_profile_times_the_computed_rows_only(registry):
 def test_committed_rows_carry_the_config_id_of_their_job():
     """A golden check over every committed run: the typed job names its rows as the harness always has
     (a different id would make every stored run look foreign and be recomputed)."""
-    from tspd.eval.results import ResultsFile, config_id
+    from tspd.records.rows import ResultsFile, config_id
     from tspd.provenance import REPO_ROOT
     checked = 0
     for directory in (REPO_ROOT / "results" / "runs", REPO_ROOT / "results" / "controller_table"):

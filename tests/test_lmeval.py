@@ -236,7 +236,7 @@ def test_controller_is_not_a_model_args_key():
     ("pretrained=tiny-arith,cache=full", "cache must be one of"),
     ("pretrained=tiny-arith,chat=on", "no chat template"),
     ("pretrained=tiny-arith,mc_num=100,mc_batch=32", "multiple of mc_batch"),
-    ("pretrained=tiny-arith,ce=false,ce.tau=0.5", "ce=false"),
+    ("pretrained=tiny-arith,ce=false,ce.tau=0.5", "with CE off"),
     ("pretrained=tiny-arith,ce.tau=2", "tau must lie in"),
     ("pretrained=tiny-arith,device=cuda:7", "cuda"),
 ])

@@ -17,7 +17,7 @@ from tspd.bench.loop import OVERHEAD_BUDGETS
 from tspd.book import controller_table, pareto
 from tspd.decoding.names import by_slug, display_name, slug
 from tspd.eval.experiments import RunConfig
-from tspd.eval.regime import RegimeConfig, decodings
+from tspd.measures.regime import RegimeConfig, decodings
 from tspd.records import bench_step
 from tspd.validate import UsageError
 

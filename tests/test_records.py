@@ -26,20 +26,66 @@ def owner_file(module: str) -> Path:
     return Path(importlib.import_module(module).__file__)
 
 
+def source_name(path: Path) -> str:
+    """``tspd.measures.regime`` for a module, ``scripts/NAME`` for a script."""
+    rel = path.relative_to(REPO_ROOT)
+    return str(rel) if rel.parts[0] == "scripts" else ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+
+
+def writer_uses(path: Path, owner: records.Owner) -> list[int]:
+    """Lines of ``path`` that use one of ``owner``'s writers: a call or a reference (``bench_step.save`` handed
+    on), through ``import`` of the module, ``from`` its package, or ``from`` the module itself. A shell
+    script's embedded Python is read as text."""
+    text = path.read_text()
+    package, _, name = owner.module.rpartition(".")
+    if path.suffix != ".py":
+        return [i for i, line in enumerate(text.splitlines(), 1) for w in owner.writers if f"{name}.{w}(" in line]
+    import ast
+    tree = ast.parse(text)
+    modules, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == owner.module}
+        elif isinstance(node, ast.ImportFrom) and node.module == package:
+            modules |= {a.asname or a.name for a in node.names if a.name == name}
+        elif isinstance(node, ast.ImportFrom) and node.module == owner.module:
+            functions |= {a.asname or a.name for a in node.names if a.name in owner.writers}
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if (isinstance(node, ast.Attribute) and node.attr in owner.writers
+                      and ast.unparse(node.value) in modules)
+                  or (isinstance(node, ast.Name) and node.id in functions))
+
+
 @pytest.mark.parametrize("kind", records.OWNERS)
-def test_each_record_is_written_and_read_by_its_owner_alone(kind):
-    module, literals = records.OWNERS[kind]
-    owner = owner_file(module)
-    held = {p for p in SOURCES if any(lit in p.read_text() for lit in literals)}
-    assert held == {owner}, f"{kind}: {literals} outside {module}: {sorted(str(p) for p in held - {owner})}"
+def test_each_record_is_written_by_its_one_command_through_its_owner(kind):
+    owner = records.OWNERS[kind]
+    path = owner_file(owner.module)
+    held = {p for p in SOURCES if any(lit in p.read_text() for lit in owner.literals)}
+    assert held == {path}, f"{kind}: {owner.literals} outside {owner.module}: {sorted(str(p) for p in held - {path})}"
+    users = {source_name(p) for p in SOURCES if p != path and writer_uses(p, owner)}
+    assert users <= set(owner.callers), f"{kind}: {sorted(users - set(owner.callers))} write it, not only {owner.callers}"
+    for caller in owner.callers:   # each named caller writes it (a stale name would let a new writer hide)
+        assert caller in users, f"{kind}: {caller} no longer writes it"
+
+
+def test_the_writer_check_sees_a_writer_however_it_is_imported(tmp_path):
+    owner = records.OWNERS["regime"]
+    for text in ("from tspd.records import regime as r\nr.save(p, {})\n",
+                 "import tspd.records.regime\ntspd.records.regime.save(p, {})\n",
+                 "from tspd.records.regime import save as keep\nrun(keep)\n"):
+        (tmp_path / "m.py").write_text(text)
+        assert writer_uses(tmp_path / "m.py", owner), text
+    (tmp_path / "m.py").write_text("from tspd.records import regime\nregime.load(p)\n")
+    assert not writer_uses(tmp_path / "m.py", owner)
 
 
 def test_the_records_package_lists_every_record_module():
-    modules = {p.stem for p in (REPO_ROOT / "tspd" / "records").glob("*.py")} - {"__init__", "files", "device_files"}
-    owned = {m.rpartition(".")[2] for m, _ in records.OWNERS.values() if m.startswith("tspd.records.")}
+    modules = {p.stem for p in (REPO_ROOT / "tspd" / "records").glob("*.py")} - {"__init__", "files", "device_files",
+                                                                                "rows"}
+    owned = {o.module.rpartition(".")[2] for o in records.OWNERS.values() if o.module.startswith("tspd.records.")}
     assert modules == owned
-    for module, _ in records.OWNERS.values():
-        assert f":mod:`~{module}`" in records.__doc__ or f":mod:`{module}`" in records.__doc__
+    for o in records.OWNERS.values():
+        assert f":mod:`~{o.module}`" in records.__doc__ or f":mod:`{o.module}`" in records.__doc__
 
 
 def test_the_commands_that_write_records_are_the_packages_and_scripts_do_not_patch_the_import_path():

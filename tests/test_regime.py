@@ -1,9 +1,9 @@
-"""The regime figures (tspd.eval.regime): which decodings, and what the headline figures say of them."""
+"""The regime figures (tspd.measures.regime): which decodings, and what the headline figures say of them."""
 from __future__ import annotations
 
 import pytest
 
-from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, decodings, headline
+from tspd.measures.regime import REGIME_COLUMNS, RegimeConfig, decodings, headline
 
 
 def test_the_decodings_cover_tpf_the_fixed_schedule_each_cache_and_the_longer_window():

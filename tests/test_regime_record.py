@@ -6,8 +6,9 @@ import shutil
 
 import pytest
 
-from tspd.eval.regime import paired_gap
-from tspd.eval.regime import SECTION, markdown, targets, write_section
+from tspd.measures.regime import paired_gap
+from tspd.measures.regime import SECTION, markdown, targets
+from tspd.records.training_md import write_section
 from tspd.models.loading import resolve_path
 
 
@@ -64,12 +65,12 @@ def test_markdown_shows_the_anchors_as_theirs_and_replaces_its_own_section(tmp_p
     assert lines[0] == SECTION and "LLaDA-8B-Instruct (their numbers)" in text and "2.77" in text
     md = tmp_path / "TRAINING.md"
     md.write_text("# record\n\n## Learning curve\n\nrows\n")
-    write_section(md, lines)
-    write_section(md, ["## Regime record", "", "second"])
+    write_section(tmp_path, SECTION, lines)
+    write_section(tmp_path, SECTION, ["## Regime record", "", "second"])
     body = md.read_text()
     assert body.count(SECTION) == 1 and "second" in body and "## Learning curve" in body
     md.write_text(f"# r\n\n{SECTION}\n\nold\n\n## After\n\nkept\n")
-    write_section(md, [SECTION, "", "new"])
+    write_section(tmp_path, SECTION, [SECTION, "", "new"])
     assert "old" not in md.read_text() and "## After\n\nkept" in md.read_text()
 
 
@@ -131,8 +132,8 @@ def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
 def test_a_shipped_regime_record_reproduces(name, rows):
     """The first batch of the committed record, decoded again with the current code, answers alike."""
     from tspd.decoding.config import DecodeConfig
-    from tspd.eval.regime import RegimeConfig, decodings, score
-    from tspd.eval.regime import weights_hash
+    from tspd.measures.regime import RegimeConfig, decodings, score
+    from tspd.measures.regime import weights_hash
     from tspd.tasks.generated import generated_task
     from tspd.models.loading import load_model, resolve_path
     path = resolve_path(name)
@@ -150,7 +151,7 @@ def test_a_shipped_regime_record_reproduces(name, rows):
 
 def test_a_compared_model_is_read_back_at_its_own_settings(monkeypatch):
     """The regime page's other models keep their records' n: the page's own n would measure them all again."""
-    import tspd.eval.regime as regime
+    import tspd.measures.regime as regime
     from tspd.book.regime import regime_record
     monkeypatch.setattr(regime, "score_rows", lambda *a, **k: pytest.fail("measured again"))
     stored = json.loads((resolve_path("roster-dream") / "regime.json").read_text())
@@ -159,7 +160,7 @@ def test_a_compared_model_is_read_back_at_its_own_settings(monkeypatch):
 
 
 def test_a_record_names_who_measured_its_rows():
-    from tspd.eval.regime import measured_by
+    from tspd.measures.regime import measured_by
     old = {"command": "old", "git": "a", "device": "cpu", "rows": {"vanilla": {}}}
     new = {"command": "new", "git": "b", "device": "cpu"}
     assert measured_by({}, new, True) == new                                    # every row new

@@ -49,7 +49,7 @@ def test_merge_orders_rows_and_removes_shard_files(tmp_path):
     def read(f) -> list[dict]:
         return [json.loads(x) for x in Path(f).read_text().splitlines()]
 
-    merged = merge(out, ["a", "b", "c"], read)
+    merged = merge(out, ["a", "b", "c"])
     assert [(r["id"], r["v"]) for r in merged] == [("a", 2), ("b", 0), ("c", 1)]
     assert read(out) == merged and shard_files(out) == []
 

@@ -10,7 +10,7 @@ import pytest
 
 from tspd import load_model
 from tspd.tasks import arith
-from tspd.eval.experiments import REPO_ROOT
+from tspd.provenance import REPO_ROOT
 from tspd.decoding.loop import generate
 from tspd.models.loading import ZOO as ZOO_DIR, decode_lengths, resolve_path
 from tspd.records import train_lm_evals

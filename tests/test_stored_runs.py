@@ -15,8 +15,9 @@ import pytest
 
 from tspd.decoding.names import slug
 from tspd.eval import experiments
-from tspd.eval.experiments import REPO_ROOT, RunConfig
-from tspd.eval.results import ResultsFile
+from tspd.eval.experiments import RunConfig
+from tspd.provenance import REPO_ROOT
+from tspd.records.rows import ResultsFile
 from tspd.models.loading import ZOO
 
 RUNS = REPO_ROOT / "results" / "runs"

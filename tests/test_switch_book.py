@@ -58,7 +58,7 @@ def test_runs_of_moved_controller_weights_are_named_by_their_new_path(tmp_path):
 
     from conftest import TEST_MODEL
     from tspd.eval.job import EvalJob, RunConfig
-    from tspd.eval.results import config_id
+    from tspd.records.rows import config_id
     staged, moved = "<repo>/results/staging/m/runs/variants/", "<repo>/results/variants/"
     run = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": staged + "tspd-1"}, limit=2)
     plain = RunConfig(model=TEST_MODEL, policy="fast-dllm")

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from tspd.eval.results import ResultsFile, row_tpf, summarize, tpf
+from tspd.eval.results import row_tpf, summarize, tpf
+from tspd.records.rows import ResultsFile
 from tspd.provenance import REPO_ROOT
 
 

@@ -63,3 +63,12 @@ def test_the_fast_path_decodes_the_eager_loops_tokens(zoo, cache):
     run = dict(policy="fast-dllm", threshold=0.9, cache=cache)
     eager, fast = generate(model, questions, **run), generate(model, questions, fast=True, **run)
     assert torch.equal(fast.token_ids, eager.token_ids) and fast.nfe == eager.nfe
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ZOO.iterdir() if (p / "tokenizer_config.json").is_file()))
+def test_a_zoo_tokenizer_loads_without_a_library_warning(name, recwarn):
+    """No FutureWarning of transformers on the book's pages: a checkpoint's null ``rope_scaling`` (kept, since
+    config.json is in its fingerprint) is not parsed to load its tokenizer."""
+    from tspd.models.loading import load_tokenizer
+    assert load_tokenizer(name).mask_token == "<|mdm_mask|>"
+    assert [str(w.message) for w in recwarn if issubclass(w.category, (FutureWarning, DeprecationWarning))] == []

@@ -34,6 +34,52 @@ def check_lengths(gen_length: int, block_length: int, steps: int) -> int:
     return num_blocks
 
 
+def check_threshold(threshold, what: str = "threshold") -> None:
+    """A confidence threshold in (0, 1]: the one rule every controller that takes one applies."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise UsageError(f"{what} must be in (0, 1], got {threshold!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Values from text (lm-eval's key=value pairs, notebook parameters, stored settings) as typed settings
+# ------------------------------------------------------------------------------------------------
+def as_bool(key: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", "none", ""):
+        return False
+    raise UsageError(f"{key}={value!r}: expected true or false")
+
+
+def as_int(key: str, value, low: int | None = None, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, str) and value.strip().lower().startswith("auto"):
+        raise UsageError(f"{key} {value!r} is not supported: give a number")
+    try:
+        out = int(value)
+        if isinstance(value, bool) or (isinstance(value, float) and out != value):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError(f"{key}={value!r}: expected a whole number") from None
+    if low is not None and out < low:
+        raise UsageError(f"{key} must be >= {low}, got {out}")
+    return out
+
+
+def as_float(key: str, value) -> float:
+    """A number: text parsed, numbers kept as given (``1`` stays ``1``: a stored run's key spells it so)."""
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return value if isinstance(value, (int, float)) else float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{key}={value!r}: expected a number") from None
+
+
 def check_device(device) -> torch.device:
     try:
         dev = torch.device(device)
@@ -72,5 +118,5 @@ def check_fits(prompt_tokens: int, gen_length: int, limit: int | None) -> None:
                          f"(truncate_prompt=True, --truncate-prompt)")
 
 
-__all__ = ["UsageError", "check_lengths", "check_device", "check_dtype", "check_fits", "max_positions", "DTYPES",
+__all__ = ["UsageError", "check_lengths", "check_threshold", "as_bool", "as_int", "as_float", "check_device", "check_dtype", "check_fits", "max_positions", "DTYPES",
            "CACHE_MODES", "CHAT_MODES"]

@@ -6,7 +6,7 @@ Each (controller, CE, cache) row is one :class:`tspd.eval.experiments.RunConfig`
 (``tspd.book.base_run``) with the controller at its own default setting, run through the one evaluation
 harness with phase timing; a row is named by its decoding (``fast-dllm|ce=on|cache=dual``,
 :func:`tspd.decoding.names.slug`). Its runs live in ``controller_table/`` beside ``--out``, each stored packed
-(gzipped, :meth:`tspd.eval.results.ResultsFile.pack`) once done; a rerun reads back what is there and computes
+(gzipped, :meth:`tspd.records.rows.ResultsFile.pack`) once done; a rerun reads back what is there and computes
 only what is missing (resumable). A row gives accuracy with its
 Wilson 95 % interval, mean NFE, TPS on this machine (B * L_gen / T_wall, paper Appendix A.1), speedup over
 vanilla, the controller's and CE's time per step as a percentage of one forward (paper Section 5.4), and
@@ -24,7 +24,8 @@ import torch
 from tspd.book.notebook import base_run
 from tspd.decoding.names import slug
 from tspd.eval import experiments
-from tspd.eval.results import ResultsFile, phase_shares
+from tspd.eval.results import phase_shares
+from tspd.records.rows import ResultsFile
 from tspd.stats import wilson
 from tspd.tasks.generated import row_answer
 from tspd.provenance import git_revision, portable

@@ -2,14 +2,14 @@
 (paper Section 3), and does the method's gain grow with it? (beyond the paper)
 
 The record is ``dynamics.json`` in the checkpoint directory (:mod:`tspd.records.dynamics`), measured by
-:mod:`tspd.eval.dynamics` (``python -m tspd dynamics``: only the problems it lacks). This module presents it: the
+:mod:`tspd.measures.dynamics` (``python -m tspd dynamics``: only the problems it lacks). This module presents it: the
 shares with their 95 % intervals over prompts, the targets a model with the paper's middle is held to
-(:data:`tspd.eval.dynamics.TARGETS`), what LLaDA-8B shows (:data:`THEIRS`: other papers' numbers, labelled as
+(:data:`tspd.measures.dynamics.TARGETS`), what LLaDA-8B shows (:data:`THEIRS`: other papers' numbers, labelled as
 theirs), and one figure: TSPD + CE's forwards relative to Fast-dLLM's against the model's right-but-unsure share.
 """
 from __future__ import annotations
 
-from tspd.eval.dynamics import FAST, OURS, VANILLA, DynamicsConfig, measure_checkpoint, targets
+from tspd.measures.dynamics import FAST, OURS, VANILLA, DynamicsConfig, measure_checkpoint, targets
 from tspd.records import dynamics as dynamics_file
 
 # LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here).
@@ -24,7 +24,7 @@ THEIRS = [
 
 def dynamics_record(model: str, n: int = DynamicsConfig.n, batch: int = DynamicsConfig.batch, device: str = "cpu",
                     as_recorded: bool = False) -> dict:
-    """The notebook's call of :func:`tspd.eval.dynamics.measure_checkpoint` (quiet): ``as_recorded``: a model that
+    """The notebook's call of :func:`tspd.measures.dynamics.measure_checkpoint` (quiet): ``as_recorded``: a model that
     has a record keeps its own settings in place of these (read back as measured, not extended to this page's n)."""
     stored = dynamics_file.load(model) if as_recorded else None
     cfg = DynamicsConfig(**stored["config"]) if stored else DynamicsConfig(n=n, batch=batch)
@@ -63,7 +63,7 @@ def band_table(records: dict[str, dict]) -> list[dict]:
 
 
 def target_table(records: dict[str, dict]) -> list[dict]:
-    """A row per target of :data:`tspd.eval.dynamics.TARGETS`, a column per model: value [interval], met or not."""
+    """A row per target of :data:`tspd.measures.dynamics.TARGETS`, a column per model: value [interval], met or not."""
     rows: dict[str, dict] = {}
     for label, r in records.items():
         for t in targets(r["summary"]):

@@ -8,6 +8,8 @@ so that the pages look alike; :func:`pareto_front` marks the speed-accuracy fron
 """
 from __future__ import annotations
 
+import dataclasses
+
 import importlib.util
 import random
 import warnings
@@ -16,7 +18,8 @@ from typing import Any, Mapping
 
 import torch
 
-from tspd.eval.experiments import DEFAULT_RESULTS_DIR, RunConfig, RunResult, ours_label, result
+from tspd.eval.experiments import RunConfig, RunResult, ours_label, result
+from tspd.records.runs import RUNS_DIR
 from tspd.eval.results import tpf
 from tspd.tasks.generated import row_answer
 from tspd.provenance import device_name
@@ -103,7 +106,9 @@ def progress_bar(*args, **kwargs):
 lengths = window   # a notebook's gen_length / block_length: the checkpoint's own where 0 or None
 
 
-RUN_PARAMETERS = ("model", "limit", "gen_length", "block_length", "steps", "device", "dtype", "seed", "batch_size")
+# the parameters a table notebook's run reads by name: the run's own fields, the window and the seed
+RUN_PARAMETERS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in ("task", "decode", "checkpoint")) \
+    + ("gen_length", "block_length", "steps", "seed")
 
 
 def base_run(params: Mapping[str, Any], **changes) -> RunConfig:
@@ -145,7 +150,7 @@ def setup(device: str = "cpu", threads: int = 0, seed: int = 0) -> str:
 
 def results_dir(path: str | None) -> Path:
     """The notebook's ``results_dir`` parameter: empty means the repository's ``results/runs``."""
-    return Path(path).expanduser().resolve() if path else DEFAULT_RESULTS_DIR
+    return Path(path).expanduser().resolve() if path else RUNS_DIR
 
 
 def variants_dir(path: str | None) -> Path:

@@ -274,13 +274,13 @@ def cache_agreement(result: agreement_record.CacheAgreement | None = None) -> st
 
 
 # ------------------------------------------------------------------------------------------------
-# The book model's regime record (tspd.records.regime, tspd.eval.regime)
+# The book model's regime record (tspd.records.regime, tspd.measures.regime)
 # ------------------------------------------------------------------------------------------------
 def regime_summary(model: str = DEFAULT_MODEL) -> str:
     """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
-    which of the regime targets it meets (:data:`tspd.eval.regime.REGIME_TARGETS`): a bound is met when the whole
+    which of the regime targets it meets (:data:`tspd.measures.regime.REGIME_TARGETS`): a bound is met when the whole
     95 % interval is on its side."""
-    from tspd.eval.regime import targets
+    from tspd.measures.regime import targets
     rec = regime.load(model)
     if rec is None:
         return "its record has no regime figures yet"

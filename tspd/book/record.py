@@ -37,7 +37,7 @@ def reference_steps(model: str | Path | None) -> list[dict]:
     rec = regime.load(model) if not steps else None
     if rec is None:
         return steps
-    from tspd.eval.regime import RegimeConfig, plan
+    from tspd.measures.regime import RegimeConfig, plan
     fixed = [r for r in plan(RegimeConfig.from_dict(rec.data["config"]), rec.gen_length, rec.block_length)
              if r.kind == "fixed" and r.name in rec.rows]
     return sorted(({**rec.rows[r.name], "tokens_per_step": r.tokens_per_step} for r in fixed),

@@ -1,13 +1,13 @@
 """The regime page: is the book's model in the regime the paper studies, beside LLaDA-8B's anchors?
 
 The record is ``regime.json`` in the checkpoint directory (:mod:`tspd.records.regime`), measured by
-:mod:`tspd.eval.regime` (``python -m tspd regime``: only the rows it lacks). This module presents it: each target
-(:data:`tspd.eval.regime.REGIME_TARGETS`) with its 95 % interval, the bound, and LLaDA-8B-Instruct's value where a
-source gives one (their numbers, :data:`tspd.eval.regime.ANCHORS`), and accuracy against tokens per step.
+:mod:`tspd.measures.regime` (``python -m tspd regime``: only the rows it lacks). This module presents it: each target
+(:data:`tspd.measures.regime.REGIME_TARGETS`) with its 95 % interval, the bound, and LLaDA-8B-Instruct's value where a
+source gives one (their numbers, :data:`tspd.measures.regime.ANCHORS`), and accuracy against tokens per step.
 """
 from __future__ import annotations
 
-from tspd.eval.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
+from tspd.measures.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
 from tspd.stats import wilson
 from tspd.records import regime as regime_file
 
@@ -15,7 +15,7 @@ from tspd.records import regime as regime_file
 def regime_record(model: str, n: int = RegimeConfig.n, long_n: int = RegimeConfig.long_n,
                   long_windows: tuple[int, ...] = (), batch: int = RegimeConfig.batch, device: str = "cpu",
                   dtype: str | None = None, window: tuple[int, int] = (0, 0), log=None, as_recorded: bool = False) -> dict:
-    """The notebook's call of :func:`tspd.eval.regime.measure_checkpoint` (quiet unless ``log``): ``long_windows`` empty means
+    """The notebook's call of :func:`tspd.measures.regime.measure_checkpoint` (quiet unless ``log``): ``long_windows`` empty means
     twice the checkpoint's window, ``window`` (0: the checkpoint's own) may only name the checkpoint's own.
     ``as_recorded``: a checkpoint that has a record keeps its own settings (n, long_n, ...) in place of these, so a
     model shown for comparison is read back as measured, not extended to this page's n."""

@@ -1,12 +1,12 @@
 """``python -m tspd dynamics``: a train-lm checkpoint's token-trace dynamics (paper Section 3), kept in
-``<checkpoint>/dynamics.json`` (:mod:`tspd.eval.dynamics`: what is measured and why)."""
+``<checkpoint>/dynamics.json`` (:mod:`tspd.measures.dynamics`: what is measured and why)."""
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
 
-from tspd.eval.dynamics import DynamicsConfig, measure_checkpoint, targets
+from tspd.measures.dynamics import DynamicsConfig, measure_checkpoint, targets
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.options import add_dataclass_arguments, from_args
 

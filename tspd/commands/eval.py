@@ -13,7 +13,7 @@ from pathlib import Path
 from tspd.decoding.config import DecodeConfig, add_decode_arguments, add_model_arguments
 from tspd.eval.harness import REFERENCE, Seam, evaluate
 from tspd.eval.job import EvalJob, EvalOptions, RunConfig
-from tspd.eval.results import ResultsError
+from tspd.records.rows import ResultsError
 from tspd.eval.tasks import TASKS, TaskDataError
 from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint
 from tspd.options import add_dataclass_arguments, from_args

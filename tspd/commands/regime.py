@@ -1,14 +1,14 @@
 """``python -m tspd regime``: a train-lm checkpoint's regime figures (TPF, the caches' costs, longer windows, the
-fixed schedules), kept in ``<checkpoint>/regime.json`` and its TRAINING.md (:mod:`tspd.eval.regime`)."""
+fixed schedules), kept in ``<checkpoint>/regime.json`` and its TRAINING.md (:mod:`tspd.measures.regime`)."""
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
 
-from tspd.eval.regime import RegimeConfig, markdown, measure_checkpoint, targets, write_section
+from tspd.measures.regime import SECTION, RegimeConfig, markdown, measure_checkpoint, targets
 from tspd.models.loading import DEFAULT_MODEL
-from tspd.records import regime as regime_file
+from tspd.records import regime as regime_file, training_md
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
     command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime"
     rec = measure_checkpoint(args.model, cfg, {"auto": None, "yes": True, "no": False}[args.tspd_ce], command=command,
                              out=args.out, log=lambda s: print(s, flush=True))
-    write_section(regime_file.path_of(args.model).parent / "TRAINING.md", markdown(rec))
+    training_md.write_section(regime_file.path_of(args.model).parent, SECTION, markdown(rec))
     for t in targets(rec):
         print(f"{t['what']}: {t['value']:.2f} (bound {t['bound']:g}) {'met' if t['met'] else 'not met'}")
     return 0

@@ -19,6 +19,7 @@ import argparse
 import copy
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -28,11 +29,14 @@ from tspd.decoding.controllers.weights import controller_weights
 from tspd.decoding.extrapolate import CEConfig
 from tspd.decoding import names
 from tspd.options import add_dataclass_arguments, as_key_values, key_values
-from tspd.validate import CACHE_MODES, UsageError, check_lengths
+from tspd.validate import CACHE_MODES, UsageError, as_bool, as_float, as_int, check_lengths
 
 CONFIDENCE_DTYPES = ("float32", "float64", "bfloat16")
-# fields whose command-line option is the field itself (--gen-length N); the others have their own spelling
-_PLAIN = ("cache", "gen_length", "block_length", "steps", "temperature", "seed", "confidence_dtype", "fast")
+# the settings with their own spelling (a controller by name and its KEY=VALUE settings, CE and its settings);
+# every other field is plain: its option is the field itself (--gen-length N)
+_SPELLED = ("policy", "policy_kwargs", "ce", "ce_kwargs")
+# keys a settings mapping may hold beside the fields: sugar that joins the controller's settings
+SUGAR = ("threshold", "controller_weights")
 
 
 def canonical(obj: dict | None, what: str, strict: bool = True) -> dict:
@@ -84,6 +88,8 @@ class DecodeConfig:
             raise UsageError(f"ce is True or False (its settings go in ce_kwargs), not a {type(self.ce).__name__}")
         _set(self, "policy_kwargs", canonical(self.policy_kwargs, "policy_kwargs", strict=False))
         ce_kwargs = canonical(self.ce_kwargs, "ce_kwargs", strict=False)
+        if self.ce:
+            _check_ce(ce_kwargs)
         _set(self, "ce_kwargs", _without_ce_defaults(ce_kwargs) if self.ce else {})
         if self.cache not in CACHE_MODES:
             raise UsageError(f"cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
@@ -106,20 +112,52 @@ class DecodeConfig:
         return config.replace(**changes) if changes else config
 
     @classmethod
+    def from_mapping(cls, settings: Mapping, source: str = "settings") -> "DecodeConfig":
+        """The one parser of decoding settings: a mapping (a command line's options, lm-eval's
+        ``--model_args``, a notebook's parameters, a stored run's config) -> a checked config.
+
+        Keys: :func:`settings_keys` (the fields, ``threshold`` and ``controller_weights``, which join the
+        controller's settings) plus ``policy.KEY`` / ``ce.KEY`` for one setting each. Values may be text
+        (``"0.9"``, ``"true"``); None means the field's default. CE is on where ``ce`` says so, or where CE
+        settings are given and ``ce`` is absent; CE settings with ``ce`` false are refused. Every bad key
+        or value is one :class:`~tspd.validate.UsageError` line naming ``source``.
+        """
+        given = {k: v for k, v in dict(settings).items() if v is not None}
+        policy_kwargs = dict(_mapping(given.pop("policy_kwargs", None), "policy_kwargs"))
+        ce_kwargs = dict(_mapping(given.pop("ce_kwargs", None), "ce_kwargs"))
+        for key in [k for k in given if "." in k]:
+            group, _, name = key.partition(".")
+            if group in ("policy", "ce") and name:
+                (policy_kwargs if group == "policy" else ce_kwargs)[name] = given.pop(key)
+        unknown = sorted(set(given) - set(settings_keys()))
+        if unknown:
+            raise UsageError(f"unknown {source} {', '.join(unknown)}: known keys are "
+                             f"{', '.join(sorted(settings_keys()))}, plus policy.KEY and ce.KEY")
+        policy = str(given.pop("policy", cls.policy))
+        if "threshold" in given:
+            policy_kwargs["threshold"] = as_float("threshold", given.pop("threshold"))
+        if given.get("controller_weights"):
+            policy_kwargs["weights"] = controller_weights(str(given.pop("controller_weights")), policy)
+        given.pop("controller_weights", None)
+        ce = as_bool("ce", given.pop("ce")) if "ce" in given else bool(ce_kwargs)
+        if ce_kwargs and not ce:
+            raise UsageError(f"CE settings ({', '.join(sorted(ce_kwargs))}) given with CE off: turn CE on "
+                             "(--ce, ce=true) or drop them")
+        plain = {name: _PLAIN_TYPES[name](name, value) for name, value in given.items()}
+        try:
+            return cls(policy=policy, policy_kwargs=policy_kwargs, ce=ce, ce_kwargs=ce_kwargs, **plain)
+        except TypeError as e:   # a controller setting of the wrong kind surfaces here
+            raise UsageError(f"{source}: {e}") from None
+
+    @classmethod
     def from_args(cls, args: argparse.Namespace) -> "DecodeConfig":
         """The decoding a command line asks for (:func:`add_decode_arguments`; options a command left
-        out keep their defaults). ``--threshold`` and ``--controller-weights`` join the policy's settings."""
-        given = vars(args)
-        policy = given.get("policy", "vanilla")
-        policy_kwargs = key_values(given.get("policy_arg"), "--policy-arg")
-        if given.get("controller_weights"):
-            policy_kwargs["weights"] = controller_weights(given["controller_weights"], policy)
-        plain = {name: given[name] for name in _PLAIN if name in given}
-        ce = given.get("ce", False)
-        if given.get("ce_arg") and not ce:
-            raise UsageError("--ce-arg given without --ce: add --ce, or drop the CE settings")
-        return cls.of(policy=policy, policy_kwargs=policy_kwargs, threshold=given.get("threshold"), ce=ce,
-                      ce_kwargs=key_values(given.get("ce_arg"), "--ce-arg"), **plain)
+        out keep their defaults): :meth:`from_mapping` of its options, ``--policy-arg`` / ``--ce-arg``
+        as the controller's and CE's settings."""
+        given = {k: v for k, v in vars(args).items() if k in settings_keys()}
+        given["policy_kwargs"] = key_values(getattr(args, "policy_arg", None), "--policy-arg")
+        given["ce_kwargs"] = key_values(getattr(args, "ce_arg", None), "--ce-arg")
+        return cls.from_mapping(given, "option")
 
     def replace(self, **changes) -> "DecodeConfig":
         """A copy with ``changes``; a new ``gen_length`` brings its own default ``steps`` (one token per
@@ -164,6 +202,55 @@ class DecodeConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
+def settings_keys() -> tuple[str, ...]:
+    """What a settings mapping may name (:meth:`DecodeConfig.from_mapping`): every field and the sugar."""
+    return tuple(f.name for f in dataclasses.fields(DecodeConfig)) + SUGAR
+
+
+def plain_fields() -> tuple[str, ...]:
+    """The fields whose option is the field itself (``--gen-length N``)."""
+    return tuple(f.name for f in dataclasses.fields(DecodeConfig) if f.name not in _SPELLED)
+
+
+def _text(key: str, value) -> str:
+    return str(value)
+
+
+def _optional_int(key: str, value) -> int | None:
+    return as_int(key, value, low=0 if key == "seed" else 1, optional=True)
+
+
+# how a plain field's value is read from text (every plain field has one: tests/test_decode_config.py)
+_PLAIN_TYPES = {"cache": _text, "gen_length": _optional_int, "block_length": _optional_int, "steps": _optional_int,
+                "temperature": as_float, "seed": _optional_int, "confidence_dtype": _text, "fast": as_bool}
+
+
+def _mapping(value, what: str) -> dict:
+    """A dict setting given as a dict or as JSON text."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be a JSON object (or use {what.split('_')[0]}.KEY=VALUE), got {value!r}")
+    return value
+
+
+def _check_ce(ce_kwargs: dict) -> None:
+    """CE settings that :class:`CEConfig` takes, with values it accepts (Section 3.3)."""
+    known = [f.name for f in dataclasses.fields(CEConfig)]
+    bad = sorted(set(ce_kwargs) - set(known))
+    if bad:
+        raise UsageError(f"CE takes no {', '.join(bad)} (it takes {', '.join(known)})")
+    try:
+        CEConfig(**ce_kwargs)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"CE settings: {e}") from None
+
+
 # ------------------------------------------------------------------------------------------------
 # The command line: one set of decoding options for every command
 # ------------------------------------------------------------------------------------------------
@@ -201,11 +288,11 @@ def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] 
                             help="trained tspd / learn2pd controller: a directory or weights stem (default: the one "
                                  "in <model>/controllers/), or an embedded model's name to borrow its controller")
     if "ce" not in skip:
-        parser.add_argument("--ce", action=argparse.BooleanOptionalAction, default=DecodeConfig.ce,
-                            help="Confidence Extrapolation (paper Section 3.3)")
+        parser.add_argument("--ce", action=argparse.BooleanOptionalAction, default=None,
+                            help="Confidence Extrapolation (paper Section 3.3; default off, on where --ce-arg is given)")
         parser.add_argument("--ce-arg", action="append", default=[], metavar="KEY=VALUE",
                             help="a CE setting (tspd.decoding.extrapolate.CEConfig: tau, H, ...); repeatable")
-    add_dataclass_arguments(parser, DecodeConfig, only=tuple(f for f in _PLAIN if f not in skip),
+    add_dataclass_arguments(parser, DecodeConfig, only=tuple(f for f in plain_fields() if f not in skip),
                             choices={"cache": CACHE_MODES, "confidence_dtype": CONFIDENCE_DTYPES})
 
 
@@ -218,7 +305,7 @@ def decode_options(config: DecodeConfig) -> list[str]:
     for item in as_key_values(config.ce_kwargs):
         out += ["--ce-arg", item]
     defaults = DecodeConfig()
-    for name in _PLAIN:   # the cache and the window always (a stored run's command says them), the rest if set
+    for name in plain_fields():   # the cache and the window always (a stored run's command says them), the rest if set
         value = getattr(config, name)
         if value is None or (value == getattr(defaults, name) and name != "cache"):
             continue

@@ -2,13 +2,8 @@
 
 A :class:`RunConfig` names everything that changes what a benchmark run produces (model, task,
 decoding policy and its settings, CE, cache, lengths, seed, device, dtype, batch size). Its ``key``
-is a short hash of those fields. :func:`result` keeps the results of one key in ``results_dir``::
-
-    <key>.jsonl          per-sample rows written by the evaluation harness (:mod:`tspd.eval.harness`):
-                         id, correct, output, nfe, seconds, gen_tokens, reason, extracted, batch timing
-    <key>.summary.json   the harness's summary of the last call (its accuracy is a fraction)
-    <key>.json           sidecar: the RunConfig, the device name(s), the checkpoint fingerprint,
-                         versions
+is a short hash of those fields. :func:`result` keeps the results of one key in ``results_dir``
+(``results/runs/`` by default; its files and their one owner: :mod:`tspd.records.runs`).
 
 If the file already holds every requested sample, nothing is computed and no model is loaded; if it
 holds some, only the missing ones are (a killed run resumes where it stopped). The computing is done
@@ -34,12 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import platform
 import shlex
 import time
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,13 +42,13 @@ from tspd.decoding.config import decode_options
 from tspd.decoding.loop import generate
 from tspd.eval import harness
 from tspd.eval.job import EvalJob, EvalOptions, RunConfig, opened
-from tspd.eval.results import ResultsError, ResultsFile, summarize
+from tspd.eval.results import summarize
+from tspd.records import runs
+from tspd.records.rows import ResultsError
 from tspd.eval.tasks import get_task
-from tspd.models.loading import Checkpoint, CheckpointError, LoadedModel, load_model
-from tspd.provenance import REPO_ROOT, device_name, git_revision
+from tspd.models.cache import get_model, model_fingerprint
+from tspd.provenance import device_name, git_revision
 
-DEFAULT_RESULTS_DIR = REPO_ROOT / "results" / "runs"
-MAX_MODELS = 2           # models kept loaded per process (an 8B model is 16 GB in bf16)
 
 def ours_label(model: str, device: str, n: int | None) -> str:
     """``ours (tiny-arith, cpu, n=50)``: the provenance of numbers measured here."""
@@ -94,24 +87,7 @@ class RunResult:
 # ------------------------------------------------------------------------------------------------
 # Models, tasks, devices
 # ------------------------------------------------------------------------------------------------
-_MODELS: "OrderedDict[tuple, LoadedModel]" = OrderedDict()
 _TASKS: dict[str, object] = {}
-
-
-def get_model(model: "str | Checkpoint", device: str = "cpu", dtype: str | None = None) -> LoadedModel:
-    """A loaded model (a name, a directory or an opened :class:`Checkpoint`), cached per process by
-    (checkpoint directory, device, dtype); the least recent is evicted."""
-    checkpoint = Checkpoint.open(model)
-    key = (checkpoint.path, device, dtype)
-    if key in _MODELS:
-        _MODELS.move_to_end(key)
-        return _MODELS[key]
-    while len(_MODELS) >= MAX_MODELS:
-        _MODELS.popitem(last=False)
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    _MODELS[key] = load_model(checkpoint, device=device, dtype=dtype)
-    return _MODELS[key]
 
 
 def _task(name: str):
@@ -120,22 +96,13 @@ def _task(name: str):
     return _TASKS[name]
 
 
-def model_fingerprint(model: "str | Checkpoint") -> str | None:
-    """:meth:`Checkpoint.fingerprint` of ``model`` (config.json and its weight files' sizes and first / last
-    MiB), or None when ``model`` is no checkpoint."""
-    try:
-        return Checkpoint.open(model).fingerprint()
-    except CheckpointError:
-        return None
-
-
 # ------------------------------------------------------------------------------------------------
 # The harness
 # ------------------------------------------------------------------------------------------------
 def eval_command(config: RunConfig, results_dir: str | Path | None = None) -> str:
     """The shell command that fills this config's results file (for runs outside a notebook): the same
     job as :func:`result`'s, so either one resumes the other's rows."""
-    out = Path(results_dir or DEFAULT_RESULTS_DIR) / f"{config.key}.jsonl"
+    out = runs.rows_file(config.key, results_dir).path
     parts = ["python -m tspd eval", "--task", config.task, "--model", config.model, *decode_options(config.decode),
              "--batch-size", str(config.batch_size), "--device", config.device, "--dtype", config.dtype]
     parts += ["--limit", str(config.limit)] if config.limit else []
@@ -159,39 +126,17 @@ def _to_result(config: RunConfig, rows: list[dict], path: Path, name: str, compu
     return RunResult(config, rows, out, path, name, computed, len(rows) - computed)
 
 
-# ------------------------------------------------------------------------------------------------
-# Results files
-# ------------------------------------------------------------------------------------------------
-def _paths(results_dir: Path, key: str) -> dict[str, Path]:
-    return {"rows": results_dir / f"{key}.jsonl", "meta": results_dir / f"{key}.json",
-            "summary": results_dir / f"{key}.summary.json"}
-
-
-def _stored(path: Path) -> dict[str, dict]:
-    """Stored rows by id (the harness's reader: a torn last line is dropped)."""
-    return {r["id"]: r for r in ResultsFile(path).load()}
-
-
-def _retire(results_dir: Path, key: str) -> None:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    paths = _paths(results_dir, key)
-    for p in [*paths.values(), ResultsFile(paths["rows"]).packed]:
-        if p.exists():
-            p.rename(p.with_name(p.name.replace(key, f"{key}.stale-{stamp}", 1)))
-
-
 def load_result(config: RunConfig, results_dir: str | Path | None = None, task=None) -> "RunResult | None":
     """The stored result of ``config`` if every requested sample is there; never computes."""
-    paths = _paths(Path(results_dir or DEFAULT_RESULTS_DIR), config.key)
-    if not ResultsFile(paths["rows"]).exists():
+    if not runs.rows_file(config.key, results_dir).exists():
         return None
-    rows = _stored(paths["rows"])
+    rows = runs.stored(config.key, results_dir)
     samples = (task or _task(config.task)).samples(config.limit)
     if any(s["id"] not in rows for s in samples):
         return None
-    meta = json.loads(paths["meta"].read_text()) if paths["meta"].exists() else {}
+    meta = runs.read_sidecar(config.key, results_dir) or {}
     name = (meta.get("devices") or ["unknown"])[-1]
-    return _to_result(config, [rows[s["id"]] for s in samples], paths["rows"], name, 0)
+    return _to_result(config, [rows[s["id"]] for s in samples], runs.rows_file(config.key, results_dir).path, name, 0)
 
 
 def result(config: RunConfig, progress: bool = True, results_dir: str | Path | None = None,
@@ -205,14 +150,14 @@ def result(config: RunConfig, progress: bool = True, results_dir: str | Path | N
     (``forward_seconds``, ``controller_seconds``, ``ce_seconds``; the harness's ``--profile``); rows
     read back keep whatever they were stored with.
     """
-    results_dir = Path(results_dir or DEFAULT_RESULTS_DIR)
+    results_dir = runs.folder(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     key = config.key
-    paths = _paths(results_dir, key)
+    rows_file = runs.rows_file(key, results_dir)
     task = task or _task(config.task)
     samples = task.samples(config.limit)
 
-    meta = json.loads(paths["meta"].read_text()) if paths["meta"].exists() else None
+    meta = runs.read_sidecar(key, results_dir)
     # opened once (by the config, or here): fingerprinted here, checked and loaded by the harness (stored runs
     # need no checkpoint)
     checkpoint = config.checkpoint or opened(config.model)
@@ -221,9 +166,9 @@ def result(config: RunConfig, progress: bool = True, results_dir: str | Path | N
     if stale:
         warnings.warn(f"{config.label}: the checkpoint {config.model!r} changed since {key} was computed; recomputing")
     if force or stale:
-        _retire(results_dir, key)
+        runs.retire(key, results_dir)
         meta = None
-    before = _stored(paths["rows"])
+    before = runs.stored(key, results_dir)
     todo = [s for s in samples if s["id"] not in before]
     name = ((meta or {}).get("devices") or ["unknown"])[-1]
     if todo:
@@ -237,11 +182,11 @@ def result(config: RunConfig, progress: bool = True, results_dir: str | Path | N
             meta["devices"].append(name)
         meta.update(model_fingerprint=fingerprint, torch=torch.__version__, python=platform.python_version(),
                     tspd_revision=git_revision())
-        paths["meta"].write_text(json.dumps(meta, indent=1) + "\n")
+        runs.write_sidecar(key, meta, results_dir)
         quiet = contextlib.redirect_stderr(io.StringIO()) if not progress else contextlib.nullcontext()
         try:
             with quiet:
-                job = EvalJob(config, paths["rows"], EvalOptions(profile=profile), checkpoint)
+                job = EvalJob(config, rows_file.path, EvalOptions(profile=profile), checkpoint)
                 harness.evaluate(job, seam=seam or _cached_seam(), task=task)
         except ResultsError as e:
             if force:
@@ -250,9 +195,9 @@ def result(config: RunConfig, progress: bool = True, results_dir: str | Path | N
             warnings.warn(f"{config.label}: {e}; recomputing")
             return result(config, progress=progress, results_dir=results_dir, force=True, seam=seam, task=task,
                           profile=profile)
-    rows = _stored(paths["rows"])
+    rows = runs.stored(key, results_dir)
     picked = [rows[s["id"]] for s in samples]
-    return _to_result(config, picked, paths["rows"], name, len(todo))
+    return _to_result(config, picked, rows_file.path, name, len(todo))
 
 
 def results(configs: list[RunConfig], **kwargs) -> list[RunResult]:
@@ -260,5 +205,4 @@ def results(configs: list[RunConfig], **kwargs) -> list[RunResult]:
     return [result(c, **kwargs) for c in configs]
 
 
-__all__ = ["RunConfig", "RunResult", "result", "results", "load_result", "eval_command",
-           "get_model", "model_fingerprint", "DEFAULT_RESULTS_DIR"]
+__all__ = ["RunConfig", "RunResult", "result", "results", "load_result", "eval_command"]

@@ -44,12 +44,12 @@ from pathlib import Path
 
 from tspd.decoding.loop import Generation
 from tspd.eval.job import EvalJob
-from tspd.eval.results import PHASE_FIELDS, ResultsError, ResultsFile, config_id, row_tpf, summarize, summary_path
+from tspd.eval.results import PHASE_FIELDS, row_tpf, summarize
+from tspd.records.rows import ResultsError, ResultsFile, config_id
 from tspd.eval.shard import Shard, merge
 from tspd.eval.tasks import Task, get_task, use_chat
 from tspd.models.loading import Checkpoint, checkpoint_task
 from tspd.validate import UsageError
-from tspd.records.files import write_json
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
 
@@ -249,7 +249,7 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
             if shard.rank != 0:
                 shard.close()
                 return {"shard": shard.rank, "world": shard.world, "n": len(existing)}
-            existing = merge(out_path, [s["id"] for s in samples], lambda f: ResultsFile(f).load())
+            existing = merge(out_path, [s["id"] for s in samples])
             shard.close()
         wanted = {s["id"] for s in samples}
         rows = {}
@@ -260,5 +260,5 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
         summary.update({"task": task.name, "model": config.model, "chat": chat, "config": row_config,
                         "config_id": cid, "out": str(out_path), "shards": shard.world,
                         "run_seconds": round(time.perf_counter() - t_start, 3)})
-        write_json(summary_path(out_path), summary, indent=2)
+        ResultsFile(out_path).write_summary(summary)
         return summary

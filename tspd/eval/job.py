@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from tspd.decoding.config import DecodeConfig, canonical
+from tspd.decoding.config import DecodeConfig, canonical, settings_keys
 from tspd.models.loading import DEFAULT_MODEL, Checkpoint, CheckpointError, default_task
 from tspd.provenance import local, portable
 from tspd.validate import CHAT_MODES, UsageError
@@ -31,9 +31,9 @@ _NOT_IN_KEY = ("limit",)
 
 # Decoding fields every key names (KEY_VERSION 1); the rest of DecodeConfig enters a key only when it
 # differs from its default, so a run at those defaults keeps the key its stored results are filed under.
+# (The seed is named by every key too, beside the run's fields.)
 _KEYED_DECODE = ("policy", "policy_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
-_OPTIONAL_DECODE = ("temperature", "confidence_dtype", "fast")
-_DECODE_FIELDS = {f.name for f in dataclasses.fields(DecodeConfig)}
+_OPTIONAL_DECODE = tuple(f.name for f in dataclasses.fields(DecodeConfig) if f.name not in _KEYED_DECODE + ("seed",))
 
 
 def opened(model: "str | Checkpoint") -> Checkpoint | None:
@@ -77,13 +77,16 @@ class RunConfig:
     def __init__(self, model: str = DEFAULT_MODEL, task: str | None = None, decode: DecodeConfig | None = None,
                  limit: int | None = None, device: str = "cpu", dtype: str | None = None, batch_size: int = 1,
                  checkpoint: Checkpoint | None = None, **decode_fields):
-        unknown = set(decode_fields) - _DECODE_FIELDS - {"threshold"}
+        unknown = set(decode_fields) - set(settings_keys())
         if unknown:
             raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
         model = str(model).rstrip("/") or str(model)
         if "policy_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
             decode_fields["policy_kwargs"] = local(decode_fields["policy_kwargs"])
-        decode = DecodeConfig.of(decode, **decode_fields)
+        if decode is None:
+            decode = DecodeConfig.from_mapping(decode_fields, "run setting")
+        elif decode_fields:
+            decode = DecodeConfig.of(decode, **decode_fields)
         if decode.seed is None:
             decode = decode.replace(seed=0)
         canonical(decode.policy_kwargs, "policy_kwargs")
@@ -119,7 +122,7 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
-        names = {f.name for f in dataclasses.fields(cls)} | _DECODE_FIELDS
+        names = {f.name for f in dataclasses.fields(cls)} | set(settings_keys())
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def keyed(self) -> dict:
@@ -139,7 +142,7 @@ class RunConfig:
         """A copy with ``changes`` (run or decoding fields); a new ``gen_length`` brings its own default
         ``steps`` (one token per step) unless ``steps`` is given or this config's steps were not the
         default."""
-        decode_changes = {k: changes.pop(k) for k in list(changes) if k in _DECODE_FIELDS or k == "threshold"}
+        decode_changes = {k: changes.pop(k) for k in list(changes) if k in settings_keys()}
         decode = DecodeConfig.of(changes.pop("decode", self.decode), **decode_changes)
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "decode"}
         if str(changes.get("model", self.model)).rstrip("/") != self.model:
@@ -189,7 +192,7 @@ class EvalJob:
 
     def row_config(self) -> dict:
         """Everything that changes what a sample's row contains (not: limit, batch size, device, paths),
-        whose :func:`tspd.eval.results.config_id` every row stores and a resumed run checks.
+        whose :func:`tspd.records.rows.config_id` every row stores and a resumed run checks.
 
         Its spelling is frozen, since committed rows carry ids of it: CE settings travel in ``ce`` (a
         dict when there are any), ``threshold`` is always None (it has joined ``policy_kwargs``), and

@@ -8,10 +8,11 @@ removes them and writes the summary.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from tspd.records.rows import ResultsFile
 
 
 @dataclass(frozen=True)
@@ -66,27 +67,20 @@ def shard_files(out: str | Path) -> list[Path]:
     return sorted(out.parent.glob(f"{out.stem}.shard-*-of-*{out.suffix}"))
 
 
-def merge(out: str | Path, order: list[str], read_rows) -> list[dict]:
+def merge(out: str | Path, order: list[str]) -> list[dict]:
     """Rows of ``out`` and every shard file, one per id in ``order`` first, written back to ``out``.
 
-    The file is replaced atomically, then the shard files are removed; rows of ids outside ``order``
-    (e.g. beyond ``--limit``) are kept after them.
+    The file is replaced atomically (:meth:`~tspd.records.rows.ResultsFile.keep`), then the shard files
+    are removed; rows of ids outside ``order`` (e.g. beyond ``--limit``) are kept after them.
     """
     out = Path(out)
     rows: dict[str, dict] = {}
     for f in [out, *shard_files(out)]:
-        if f.exists():
-            for r in read_rows(f):
-                rows.setdefault(r["id"], r)
+        for r in ResultsFile(f).load():
+            rows.setdefault(r["id"], r)
     rank = {sid: i for i, sid in enumerate(order)}
     merged = sorted(rows.values(), key=lambda r: rank.get(r["id"], len(rank)))
-    tmp = out.with_name(out.name + ".merge.tmp")
-    with open(tmp, "w") as f:
-        for r in merged:
-            f.write(json.dumps(r) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, out)
+    ResultsFile(out).keep(merged)
     for f in shard_files(out):
         f.unlink()
     return merged

@@ -264,11 +264,16 @@ def load_tokenizer(path_or_name: str | Path | None = None):
     path = resolve_path(path_or_name)
     if not (path / "tokenizer.json").exists() and not (path / "tokenizer_config.json").exists():
         raise CheckpointError(f"{path}: no tokenizer files (tokenizer.json / tokenizer_config.json)")
+    from transformers import PretrainedConfig
     from transformers.utils import logging as hf_logging
+    # Where tokenizer_config.json names its class, the model's config.json has nothing to add: hand transformers
+    # an empty config rather than let it parse ours (a null rope_scaling there is deprecated in transformers 5).
+    named = (path / "tokenizer_config.json").is_file() and \
+        json.loads((path / "tokenizer_config.json").read_text()).get("tokenizer_class")
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()   # transformers warns that it does not know model_type "llada"
     try:
-        return AutoTokenizer.from_pretrained(str(path))
+        return AutoTokenizer.from_pretrained(str(path), **({"config": PretrainedConfig()} if named else {}))
     finally:
         hf_logging.set_verbosity(level)
 

@@ -16,30 +16,54 @@ module                                 written by                               
 :mod:`~tspd.records.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
+:mod:`~tspd.records.training_md`       ``python -m tspd train-lm``, ``regime``         ``<checkpoint>/TRAINING.md``
+:mod:`~tspd.records.runs`              ``python -m tspd eval`` and the notebooks       ``results/runs/`` (a notebook's
+                                                                                       ``results_dir``)
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
 :mod:`tspd.book.claims.store`          each claim notebook's verdict cell              ``results/claims/<notebook>.json``
-:mod:`tspd.eval.experiments`           ``python -m tspd eval`` and the notebooks       ``results/runs/``, ``results/variants/``
 :mod:`tspd.book.lookahead`             the Figure 3 and 4 notebooks                    ``results/variants/lookahead-<key>.pt``
 =====================================  ==============================================  =========================================
 
-The last four keep their owners elsewhere (each is the one module that reads and writes its files).
-``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the pages' sentences from these records.
+The last three keep their owners elsewhere (each is the one module that reads and writes its files).
+Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
+:class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
+pages' sentences from these records.
 """
 
-# record kind -> (owner module, path literals that only the owner may hold; tests/test_records.py checks)
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A record's one owner (tests/test_records.py checks it): only ``module`` holds ``literals`` (its file
+    names), and only ``callers`` use its ``writers`` (the command that writes the record)."""
+    module: str
+    literals: tuple[str, ...]
+    writers: tuple[str, ...] = ("save",)
+    callers: tuple[str, ...] = ()   # modules (dotted) or scripts (scripts/NAME) that may call a writer
+
+
 OWNERS = {
-    "controller table": ("tspd.records.controller_table", ('"embedded_controllers.json"', '"controller_table"')),
-    "cache agreement": ("tspd.records.cache_agreement", ('"cache_agreement.json"', '".samples.jsonl"')),
-    "lm-eval example": ("tspd.records.lmeval_example", ('"lmeval_example.json"',)),
-    "fresh clone": ("tspd.records.fresh_clone", ('"fresh_clone.json"',)),
-    "bench loop": ("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"')),
-    "bench step": ("tspd.records.bench_step", ('/ "gpu"',)),
-    "bench forward": ("tspd.records.bench_forward", ('/ "forward"',)),
-    "regime": ("tspd.records.regime", ('"regime.json"',)),
-    "dynamics": ("tspd.records.dynamics", ('"dynamics.json"',)),
-    "train-lm evals": ("tspd.records.train_lm_evals", ('"evals.json"',)),
-    "train-lm probes": ("tspd.records.train_lm_probes", ('"probes.json"',)),
-    "pareto": ("tspd.book.pareto", ('"pareto.json"',)),
-    "claims": ("tspd.book.claims.store", ('/ "claims"',)),
-    "lookahead": ("tspd.book.lookahead", ('"lookahead-',)),
+    "controller table": Owner("tspd.records.controller_table", ('"embedded_controllers.json"', '"controller_table"'),
+                              callers=("tspd.book.controller_table",)),
+    "cache agreement": Owner("tspd.records.cache_agreement", ('"cache_agreement.json"', '".samples.jsonl"'),
+                             callers=("tspd.eval.cache_agreement_table",)),
+    "lm-eval example": Owner("tspd.records.lmeval_example", ('"lmeval_example.json"',),
+                             callers=("tspd.commands.lmeval_example",)),
+    "fresh clone": Owner("tspd.records.fresh_clone", ('"fresh_clone.json"',), callers=("scripts/time_fresh_clone.sh",)),
+    "bench loop": Owner("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"'), callers=("tspd.commands.bench_loop",)),
+    "bench step": Owner("tspd.records.bench_step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
+    "bench forward": Owner("tspd.records.bench_forward", ('/ "forward"',), callers=("tspd.commands.bench_forward",)),
+    "regime": Owner("tspd.records.regime", ('"regime.json"',), callers=("tspd.measures.regime",)),
+    "dynamics": Owner("tspd.records.dynamics", ('"dynamics.json"',), callers=("tspd.measures.dynamics",)),
+    "train-lm evals": Owner("tspd.records.train_lm_evals", ('"evals.json"',), callers=("tspd.training.lm.evaluation",)),
+    "train-lm probes": Owner("tspd.records.train_lm_probes", ('"probes.json"',),
+                             callers=("tspd.training.lm.evaluation",)),
+    "training page": Owner("tspd.records.training_md", ('"TRAINING.md"',), ("write_page", "append", "write_section"),
+                           ("tspd.training.lm.record", "tspd.training.train_lm", "tspd.commands.regime")),
+    "runs": Owner("tspd.records.runs", ('/ "runs"',), ("write_sidecar", "retire", "move"),
+                  ("tspd.eval.experiments", "scripts/switch_book.py")),
+    "pareto": Owner("tspd.book.pareto", ('"pareto.json"',), ("write",)),
+    "claims": Owner("tspd.book.claims.store", ('/ "claims"',), ("report",)),
+    "lookahead": Owner("tspd.book.lookahead", ('"lookahead-',), ("lookahead",)),
 }

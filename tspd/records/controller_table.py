@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tspd.markdown import table as markdown_table
-from tspd.eval.results import ResultsFile
+from tspd.records.rows import ResultsFile
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import read_json, write_json
 

@@ -1,6 +1,6 @@
 """A checkpoint's dynamics record: ``python -m tspd dynamics`` writes ``<checkpoint>/dynamics.json`` (committed for
 the zoo's models, ``tspd/zoo/<name>/dynamics.json``): the command, revision, device, weights hash and settings,
-one row of counts per prompt (:func:`tspd.eval.dynamics.prompt_measures`) and their summary. Written here only
+one row of counts per prompt (:func:`tspd.measures.dynamics.prompt_measures`) and their summary. Written here only
 (:func:`save`), batch by batch, so an interrupted measurement resumes; read here (:func:`load`).
 """
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """A train-lm checkpoint's regime record: ``python -m tspd regime`` writes ``<checkpoint>/regime.json``
 (committed for the zoo's models, ``tspd/zoo/<name>/regime.json``).
 
-The command's :func:`tspd.eval.regime.measure` writes the record row by row as it measures
-(resumable) at :func:`path_of`; everything else reads it here.
+The command's :func:`tspd.measures.regime.measure` writes the record row by row as it measures
+(resumable, :func:`save`) at :func:`path_of`; everything else reads it here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from tspd.records.files import read_json
+from tspd.records.files import read_json, write_json
 
 FILENAME = "regime.json"
 
@@ -18,6 +18,11 @@ def path_of(checkpoint: str | Path | None) -> Path:
     """The record of the checkpoint (a zoo name or a directory)."""
     from tspd.models.loading import resolve_path
     return Path(resolve_path(checkpoint)) / FILENAME
+
+
+def save(path: str | Path, record: dict) -> Path:
+    """The record as measured so far (rows in the plan's order)."""
+    return write_json(path, record)
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from tspd.eval.regime import REGIME_COLUMNS
+from tspd.measures.regime import REGIME_COLUMNS
 from tspd.tasks.generated import generated_task
 from tspd.models.loading import LoadedModel, special_tokens
 from tspd.provenance import device_name, git_revision
-from tspd.records import train_lm_evals
+from tspd.records import training_md
 from tspd.training.lm.config import LMTrainConfig, command_line
 from tspd.training.lm.data import make_tokenizer
 from tspd.training.lm.stream import BatchStream
@@ -235,7 +235,6 @@ def _final_record(cfg: LMTrainConfig, out: Path, info: dict, log) -> dict:
     info["probes"] = final_probes(out, cfg)
     info["status"] = "finished"
     write_training_md(out, info)
-    train_lm_evals.save(out, info["evals"])
     return info
 
 
@@ -278,12 +277,9 @@ def eval_only(cfg: LMTrainConfig, log=print) -> list[dict]:
     with torch_settings(cfg):
         evals = final_evaluation(out, cfg, log)
         probed = final_probes(out, cfg)
-    with (out / "TRAINING.md").open("a") as f:
-        f.write(f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
-                f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n")
-        if probed:
-            f.write("\n" + "\n".join(probe_table(probed, cfg.task)))
-    train_lm_evals.save(out, evals)
+    training_md.append(out, f"\n## Re-evaluation ({time.strftime('%Y-%m-%d %H:%M')}, git {git_revision() or 'unknown'}, "
+                       f"{device_name(torch.device(cfg.device))})\n\n" + "\n".join(sweep_table(evals)) + "\n"
+                       + ("\n" + "\n".join(probe_table(probed, cfg.task)) if probed else ""))
     return evals
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from tspd.book.claims.stats import Claim, Finding, cluster_bootstrap, percentile_interval
-from tspd.eval.dynamics import DynamicsConfig, fig1_counts, flip_gap_of
+from tspd.measures.dynamics import DynamicsConfig, fig1_counts, flip_gap_of
 
 
 @dataclass
@@ -51,7 +51,7 @@ def flip_states(data: dict, window: int) -> FlipStates:
 def flip_gap(states: FlipStates, unstable_std: float, bins: int, **boot) -> Finding:
     """Figure 1: P_flip(unstable) - P_flip(stable) within confidence bins, averaged over the bins that
     hold both kinds of state (weighted by their states), in points; prompts resampled
-    (:func:`tspd.eval.dynamics.flip_gap_of`, the dynamics record's measure)."""
+    (:func:`tspd.measures.dynamics.flip_gap_of`, the dynamics record's measure)."""
     cfg = DynamicsConfig(moved_std=unstable_std, bins=bins)
     per_prompt = [fig1_counts(states.conf[sel], states.spread[sel], states.flip[sel].bool(), cfg)
                   for sel in (states.prompt == p for p in states.prompt.unique().tolist())]

@@ -9,7 +9,7 @@ import importlib
 import inspect
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, top_k_mask, top_one
-from tspd.validate import UsageError
+from tspd.validate import UsageError, check_threshold
 
 # policy name -> "module:Class" (modules imported on demand)
 REGISTRY = {
@@ -52,9 +52,8 @@ def check_policy(policy: str, policy_kwargs: dict | None = None, for_decoding: b
         raise UsageError(f"policy {policy!r} takes no {', '.join(unknown)}"
                          + (f" (it takes {', '.join(takes)})" if takes else "")
                          + ("; for a confidence threshold use --policy fast-dllm" if "threshold" in unknown else ""))
-    t = kwargs.get("threshold")
-    if t is not None and not (isinstance(t, (int, float)) and 0 < t <= 1):
-        raise UsageError(f"threshold must be in (0, 1], got {t!r}")
+    if kwargs.get("threshold") is not None:
+        check_threshold(kwargs["threshold"])
 
 
 def decoding_policies() -> list[str]:

@@ -24,6 +24,7 @@ import torch
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView
 from tspd.decoding.controllers.prophet import LIFT_EPS, ce_lift, log_odds
+from tspd.validate import check_threshold
 
 
 def credit_step(credit: torch.Tensor, logits: torch.Tensor, masked: torch.Tensor, first_step: bool,
@@ -49,8 +50,7 @@ class CreditDecoding(Controller):
     reads = frozenset({"logits"})
 
     def __init__(self, threshold: float = 0.9, alpha: float = 0.7, gamma: float = 0.2, decay: float = 0.8):
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
+        check_threshold(threshold)
         if not 0.0 <= decay <= 1.0 or alpha < 0 or gamma < 0:
             raise ValueError("need 0 <= decay <= 1, alpha >= 0 and gamma >= 0")
         self.threshold, self.alpha, self.gamma, self.decay = threshold, alpha, gamma, decay

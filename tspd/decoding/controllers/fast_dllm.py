@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, rank_in_row, valid_scores
+from tspd.validate import check_threshold
 
 
 class FastDLLM(Controller):
@@ -20,8 +21,7 @@ class FastDLLM(Controller):
     force_progress = False
 
     def __init__(self, threshold: float = 0.9, factor: float | None = None):
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
+        check_threshold(threshold)
         if factor is not None and factor <= 0:
             raise ValueError(f"factor must be positive, got {factor}")
         self.threshold, self.factor = threshold, factor

@@ -37,12 +37,10 @@ import json
 import warnings
 from dataclasses import dataclass
 
-from tspd.decoding.config import DecodeConfig
+from tspd.decoding.config import DecodeConfig, settings_keys
 from tspd.models.loading import DEFAULT_MODEL, Checkpoint, CheckpointError, load_tokenizer, task_spec
-from tspd.validate import CHAT_MODES, UsageError, check_dtype
+from tspd.validate import CHAT_MODES, UsageError, as_bool, as_int, check_dtype
 
-DECODE_KEYS = ("policy", "threshold", "controller_weights", "ce", "cache", "gen_length", "block_length", "steps",
-               "temperature", "seed", "confidence_dtype", "fast", "policy_kwargs", "ce_kwargs")
 OTHER_KEYS = ("pretrained", "device", "dtype", "chat", "add_bos_token", "truncate_prompt", "batch_size",
               "mc_num", "mc_batch", "mc_seed", "check_greedy", "eos_fill")
 IGNORED_KEYS = ("trust_remote_code", "max_batch_size")   # lm-eval passes these to every model
@@ -71,22 +69,15 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     """``--model_args`` (a dict, a ``k=v,k2=v2`` string or a JSON object) plus lm-eval's ``--device`` and
     ``--batch_size`` -> :class:`ModelArgs`; a bad key or value is one UsageError line."""
     args = model_args_dict(args)
-    policy_kwargs = dict(_mapping(args.pop("policy_kwargs", None), "policy_kwargs"))
-    ce_kwargs = dict(_mapping(args.pop("ce_kwargs", None), "ce_kwargs"))
-    for key in [k for k in args if "." in k]:
-        group, _, name = key.partition(".")
-        if group == "policy" and name:
-            policy_kwargs[name] = args.pop(key)
-        elif group == "ce" and name:
-            ce_kwargs[name] = args.pop(key)
-    unknown = sorted(k for k in args if k not in DECODE_KEYS + OTHER_KEYS + IGNORED_KEYS)
+    decoding = {k: args.pop(k) for k in list(args) if k in settings_keys() or k.partition(".")[0] in ("policy", "ce")}
+    unknown = sorted(k for k in args if k not in OTHER_KEYS + IGNORED_KEYS)
     if unknown:
         raise UsageError(f"unknown --model_args {', '.join(unknown)} for --model tspd: known keys are "
-                         f"{', '.join(sorted(set(DECODE_KEYS + OTHER_KEYS) - {'policy_kwargs', 'ce_kwargs'}))}, "
+                         f"{', '.join(sorted(set(settings_keys() + OTHER_KEYS) - {'policy_kwargs', 'ce_kwargs'}))}, "
                          f"plus policy.KEY and ce.KEY")
     if args.get("batch_size") is not None and batch_size is not None and args["batch_size"] != batch_size:
         raise UsageError("batch_size given twice (--model_args and --batch_size): give it once, with --batch_size")
-    batch = _int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
+    batch = as_int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
 
     pretrained = str(args.get("pretrained") or DEFAULT_MODEL)
     try:
@@ -95,62 +86,32 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
         raise UsageError(str(e)) from None
     dtype = str(args.get("dtype") or "auto").replace("torch.", "")
     check_dtype(dtype)
-    decode = _decode(args, policy_kwargs, ce_kwargs, checkpoint)
+    decode = _decode(decoding, checkpoint)
     chat = _chat(args, checkpoint)
     eos_fill = args.get("eos_fill", "auto")
     if str(eos_fill).lower() == "auto":
         eos_fill = bool(task_spec(checkpoint))
-    eos_fill = _bool("eos_fill", eos_fill)
-    mc_num = _int("mc_num", args.get("mc_num", 128), low=1)
-    mc_batch = min(_int("mc_batch", args.get("mc_batch", 32), low=1), mc_num)
+    eos_fill = as_bool("eos_fill", eos_fill)
+    mc_num = as_int("mc_num", args.get("mc_num", 128), low=1)
+    mc_batch = min(as_int("mc_batch", args.get("mc_batch", 32), low=1), mc_num)
     if mc_num % mc_batch:
         raise UsageError(f"mc_num {mc_num} must be a multiple of mc_batch {mc_batch} (LLaDA draws the mask "
                          f"ratios of one batch together): use e.g. mc_num {-(-mc_num // mc_batch) * mc_batch}")
     return ModelArgs(pretrained=pretrained, device=_device(args.get("device"), device), dtype=dtype,
-                     decode=decode, chat=chat, add_bos_token=_bool("add_bos_token", args.get("add_bos_token", False)),
-                     truncate_prompt=_bool("truncate_prompt", args.get("truncate_prompt", False)),
+                     decode=decode, chat=chat, add_bos_token=as_bool("add_bos_token", args.get("add_bos_token", False)),
+                     truncate_prompt=as_bool("truncate_prompt", args.get("truncate_prompt", False)),
                      batch_size=batch, mc_num=mc_num, mc_batch=mc_batch,
-                     mc_seed=_int("mc_seed", args.get("mc_seed", 0)),
-                     check_greedy=_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill,
+                     mc_seed=as_int("mc_seed", args.get("mc_seed", 0)),
+                     check_greedy=as_bool("check_greedy", args.get("check_greedy", True)), eos_fill=eos_fill,
                      checkpoint=checkpoint)
 
 
-def _decode(args: dict, policy_kwargs: dict, ce_kwargs: dict, checkpoint: Checkpoint) -> DecodeConfig:
-    """The decoding ``--model_args`` ask for, checked, with the checkpoint's window where they give none."""
-    from tspd.decoding.controllers.weights import check_controller_files, controller_weights
-    policy = str(args.get("policy") or "vanilla")
-    if args.get("threshold") is not None:
-        policy_kwargs["threshold"] = _float("threshold", args["threshold"])
-    if args.get("controller_weights"):
-        policy_kwargs["weights"] = controller_weights(str(args["controller_weights"]), policy)
-    ce = _bool("ce", args.get("ce", bool(ce_kwargs)))
-    if ce_kwargs and not ce:
-        raise UsageError("ce.KEY settings given with ce=false: drop them or set ce=true")
-    temperature = _float("temperature", args.get("temperature", 0.0))
-    seed = args.get("seed")
-    try:
-        decode = DecodeConfig(
-            policy=policy, policy_kwargs=policy_kwargs, ce=ce, ce_kwargs=ce_kwargs,
-            cache=str(args.get("cache", "none")),
-            gen_length=_int("gen_length", args.get("gen_length"), low=1, optional=True),
-            block_length=_int("block_length", args.get("block_length"), low=1, optional=True),
-            steps=_int("steps", args.get("steps"), low=1, optional=True), temperature=temperature,
-            seed=_int("seed", seed, optional=True) if temperature > 0 else None,
-            confidence_dtype=str(args.get("confidence_dtype", "float32")), fast=_bool("fast", args.get("fast", False)))
-    except TypeError as e:   # a controller argument of the wrong kind surfaces here
-        raise UsageError(f"--model_args: {e}") from None
-    if ce:
-        from tspd.decoding.extrapolate import CEConfig
-        known = [f.name for f in dataclasses.fields(CEConfig)]
-        bad = sorted(set(ce_kwargs) - set(known))
-        if bad:
-            raise UsageError(f"CE takes no {', '.join(bad)} (it takes {', '.join(known)})")
-        try:
-            CEConfig(**ce_kwargs)
-        except (TypeError, ValueError) as e:
-            raise UsageError(f"ce settings: {e}") from None
-    decode = decode.resolved(checkpoint)              # the checkpoint's window where not given; lengths checked
-    check_controller_files(checkpoint, policy, decode.policy_kwargs)
+def _decode(args: dict, checkpoint: Checkpoint) -> DecodeConfig:
+    """The decoding ``--model_args`` ask for (:meth:`DecodeConfig.from_mapping`), with the checkpoint's
+    window where they give none and its controller files checked."""
+    from tspd.decoding.controllers.weights import check_controller_files
+    decode = DecodeConfig.from_mapping(args, "--model_args").resolved(checkpoint)
+    check_controller_files(checkpoint, decode.policy, decode.policy_kwargs)
     return decode
 
 
@@ -207,53 +168,6 @@ def _typed(value: str):
         except ValueError:
             pass
     return value
-
-
-def _mapping(value, what: str) -> dict:
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
-    if not isinstance(value, dict):
-        raise UsageError(f"{what} must be a JSON object (or use {what.split('_')[0]}.KEY=VALUE), got {value!r}")
-    return value
-
-
-def _bool(key: str, value) -> bool:
-    if isinstance(value, bool):
-        return value
-    low = str(value).strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off", "none", ""):
-        return False
-    raise UsageError(f"--model_args {key}={value!r}: expected true or false")
-
-
-def _int(key: str, value, low: int | None = None, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, str) and value.strip().lower().startswith("auto"):
-        raise UsageError(f"{key} {value!r} is not supported by --model tspd: give a number")
-    try:
-        out = int(value)
-        if isinstance(value, float) and out != value:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise UsageError(f"--model_args {key}={value!r}: expected a whole number") from None
-    if low is not None and out < low:
-        raise UsageError(f"{key} must be >= {low}, got {out}")
-    return out
-
-
-def _float(key: str, value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"--model_args {key}={value!r}: expected a number") from None
 
 
 def _device(asked, lm_eval_device) -> str:

@@ -56,7 +56,7 @@ class LMTrainConfig:
     eval_every: int = 0            # steps between in-training evaluations (0 = never)
     eval_minutes: float = 0.0      # minutes of training between evaluations: the learning curve (0 = never)
     eval_n: int = 200              # test problems for in-training evaluations (accuracy and probes)
-    regime: bool = False           # also log the regime figures at each evaluation (tspd.eval.regime: TPF, caches, 2x window)
+    regime: bool = False           # also log the regime figures at each evaluation (tspd.measures.regime: TPF, caches, 2x window)
     regime_long_n: int = 32        # problems for the 2x window's vanilla figure (a forward per token: costly; 0: none)
     gate_minutes: float = 0.0      # stop a run that cannot copy question numbers by then (0 = never)
     gate_copy: float = 0.5         # question-number probe a run needs by --gate-minutes

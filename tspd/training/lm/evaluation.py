@@ -2,7 +2,7 @@
 
 Each point of the learning curve (``--eval-minutes``) has the held-out accuracy with 1 token per step, the
 teacher-forced probes (:mod:`tspd.training.probes`: what the model has learned before the accuracy moves)
-and, with ``--regime``, the regime figures (:mod:`tspd.eval.regime`). The final evaluation reloads the
+and, with ``--regime``, the regime figures (:mod:`tspd.measures.regime`). The final evaluation reloads the
 saved checkpoint and decodes with every setting of :data:`SWEEP` (Sec. 1: committing several tokens per
 step loses accuracy), resumably.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from tspd.eval.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headline
+from tspd.measures.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headline
 from tspd.tasks import arith
 from tspd.tasks.generated import generated_task
 from tspd.training import probes, roster_probes
@@ -42,7 +42,7 @@ def sweep_row(model, problems: list[dict], gen_length: int = 128, block_length: 
              batch: int = 500, task=arith) -> dict:
     """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems`` of ``task``."""
     from tspd.decoding.config import DecodeConfig
-    from tspd.eval.regime import score
+    from tspd.measures.regime import score
 
     steps = gen_length if steps is None else steps
     decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
@@ -63,6 +63,7 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     from tspd.models.loading import load_model, weights_hash
 
     if cfg.final_eval_n <= 0:
+        train_lm_evals.save(out, [])   # none, for these weights (an earlier run's rows would not be theirs)
         return []
     model = load_model(out, device=cfg.device)
     task = generated_task(cfg.task)

@@ -17,6 +17,7 @@ from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
 from tspd.training import probes
 from tspd.training.lm.evaluation import EVAL_COLUMNS
+from tspd.records import training_md
 from tspd.records.files import write_atomic
 
 STATE = "train_state.pt"   # resumable training state beside the checkpoint (not shipped)
@@ -78,13 +79,13 @@ REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fast_loss": "Fast-dLLM 0.9: p
 
 
 def regime_curve(curve: list[dict]) -> list[str]:
-    """Markdown: the regime figures (:mod:`tspd.eval.regime`) at each evaluation that logged them."""
+    """Markdown: the regime figures (:mod:`tspd.measures.regime`) at each evaluation that logged them."""
     points = [c for c in curve if c.get("fast_tpf") is not None]
     if not points:
         return []
     cell = lambda k, v: "" if v is None else f"{v:.0%}" if k == "long_accuracy" else f"{v:.2f}" if k == "fast_tpf" \
         else f"{v:+.1f}"   # noqa: E731
-    return ["## Regime figures during training (`tspd.eval.regime`; costs in points, no cache minus cached)", ""] + \
+    return ["## Regime figures during training (`tspd.measures.regime`; costs in points, no cache minus cached)", ""] + \
         markdown.table(["step", "minutes", *REGIME_NAMES.values()],
                        [[c["step"], f"{c['minutes']:.1f}", *(cell(k, c.get(k)) for k in REGIME_NAMES)]
                         for c in points]) + [""]
@@ -181,7 +182,7 @@ def write_training_md(out: Path, info: dict) -> None:
         lines += ["## On a GPU", "",
                   "The command above with `--device cuda` runs the same recipe with bf16 autocast (not measured here); "
                   "it rewrites this directory (weights in bf16, tokenizer, this file).", ""]
-    (out / "TRAINING.md").write_text("\n".join(lines))
+    training_md.write_page(out, lines)
 
 
 def save_checkpoint(model: LLaDAModelLM, out: Path) -> None:

@@ -37,7 +37,7 @@ from tspd.stats import wilson
 from tspd.models.loading import DEFAULT_MODEL, Checkpoint, load_model, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
 from tspd.records import regime as regime_file
-from tspd.records.files import read_json, write_json
+from tspd.records.files import read_json
 from tspd.validate import UsageError
 
 # LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours.
@@ -252,10 +252,10 @@ def measure(model, task, cfg: RegimeConfig, out: Path, meta: dict, log=print) ->
     if missing:
         problems = task.load_split("test", max(cfg.n, cfg.long_n))
         record["rows"] = score_rows(model, task, problems, planned, cfg, rows,
-                                    saved=lambda done: write_json(out, {**record, "rows": done}), log=log)
+                                    saved=lambda done: regime_file.save(out, {**record, "rows": done}), log=log)
     if list(record["rows"]) != order:   # rows added to a kept record take their place in the plan
         record["rows"] = {name: record["rows"][name] for name in order}
-        write_json(out, record)
+        regime_file.save(out, record)
     return record
 
 
@@ -371,18 +371,6 @@ def markdown(record: dict) -> list[str]:
                                           "LLaDA-8B-Instruct (their numbers)"], rows) + [""]
 
 
-def write_section(training_md: Path, lines: list[str]) -> None:
-    """Put ``lines`` into ``TRAINING.md`` in place of its regime section (appended when there is none)."""
-    text = training_md.read_text() if training_md.is_file() else ""
-    body = "\n".join(lines) + "\n"
-    start = text.find(SECTION)
-    if start < 0:
-        training_md.write_text(text.rstrip("\n") + "\n\n" + body if text else body)
-        return
-    later = text.find("\n## ", start + len(SECTION))
-    training_md.write_text(text[:start] + body + ("\n" + text[later + 1:] if later >= 0 else ""))
-
-
 __all__ = ["ANCHORS", "CACHE_ANCHORS", "FIXED_ANCHORS", "THRESHOLD_ANCHOR", "REGIME_TARGETS", "REGIME_COLUMNS",
            "RegimeConfig", "Row", "plan", "decodings", "score", "score_rows", "regime_figures", "headline", "paired_gap",
-           "measure", "measured_by", "measure_checkpoint", "targets", "markdown", "write_section"]
+           "measure", "measured_by", "measure_checkpoint", "targets", "markdown"]
