@@ -36,7 +36,7 @@
 #   1. ship it beside the book's model:  ZOO=tiny-chain STAGES="copy controllers" bash scripts/ship_model.sh RUN_DIR
 #   2-3. the package's one default model and the notebooks' parameter cells:
 #                                        .venv/bin/python scripts/switch_book.py tiny-chain
-#      (DEFAULT_MODEL in tspd/models/loading.py; every parameter cell's `model` / `models` / `model_name` /
+#      (tspd/zoo/book.json, DEFAULT_MODEL; every parameter cell's `model` / `models` / `model_name` /
 #      `out_dir`, `tasks` and `trace_source`; the regime page's `compare` keeps the old model beside it);
 #      tests/test_notebooks.py checks that they name DEFAULT_MODEL and its task
 #   4. the book's stages on it:          STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR [THREADS]

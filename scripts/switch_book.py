@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/switch_book.py tiny-roster [--staged]
 
-- ``DEFAULT_MODEL`` in ``tspd/models/loading.py`` becomes NAME (the package's one default model);
+- ``tspd/zoo/book.json`` names NAME (``DEFAULT_MODEL``, the package's one default model);
 - every notebook's parameter cell names NAME where it named the old model (``model``, ``models``,
   ``model_name``, ``out_dir``), NAME's task where it named the old one (``tasks``) and NAME's traces split
   (``trace_source`` and the comments that list the sources); the regime page also shows the old model
@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 from pathlib import Path
 
 from tspd.models.loading import ZOO, checkpoint_task
+from tspd.records.files import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
-LOADING = ROOT / "tspd" / "models" / "loading.py"
+BOOK_MODEL = ROOT / "tspd" / "zoo" / "book.json"   # this tree's (the script may run beside an installed copy)
 
 
 def switched_cell(source: str, old: str, new: str, old_task: str, new_task: str) -> str:
@@ -122,10 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         except FileNotFoundError as e:
             print(f"error: {e}")
             return 2
-    text = LOADING.read_text()
-    old = re.search(r'^DEFAULT_MODEL = "(.*)"$', text, flags=re.M).group(1)   # this tree's, not an installed copy's
+    book = json.loads(BOOK_MODEL.read_text())
+    old = book["model"]
     old_task, new_task = checkpoint_task(old), checkpoint_task(new)
-    LOADING.write_text(re.sub(r'^DEFAULT_MODEL = ".*"$', f'DEFAULT_MODEL = "{new}"', text, count=1, flags=re.M))
+    write_json(BOOK_MODEL, {**book, "model": new})
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = json.loads(path.read_text())
         cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)

@@ -150,7 +150,7 @@ def _sources() -> dict[str, str]:
     """Every module of the package but the owner (the zoo holds no code), the scripts, the notebooks' code (not
     their parameter cells: values a reader passes on, such as bench-step's ``--policies`` names)."""
     out = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "tspd").rglob("*.py")) if p != OWNER}
-    out.update({str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "scripts").glob("*.py"))})
+    out.update({str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "scripts").rglob("*.py"))})
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         code = ["".join(c["source"]) for c in _json(nb)["cells"] if c["cell_type"] == "code"
                 and "parameters" not in c.get("metadata", {}).get("tags", [])]

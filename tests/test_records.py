@@ -19,7 +19,7 @@ from tspd.records.files import write_json
 
 REGISTRY = REPO_ROOT / "tspd" / "records" / "__init__.py"   # names every literal (the test's list)
 SOURCES = [p for p in sorted((REPO_ROOT / "tspd").rglob("*.py")) if ZOO not in p.parents and p != REGISTRY] \
-    + sorted(p for p in (REPO_ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
+    + sorted(p for p in (REPO_ROOT / "scripts").rglob("*") if p.suffix in (".py", ".sh"))
 
 
 def owner_file(module: str) -> Path:

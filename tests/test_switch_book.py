@@ -77,3 +77,12 @@ def test_runs_of_moved_controller_weights_are_named_by_their_new_path(tmp_path):
     assert [r["id"] for r in rows] == ["p0", "p1"]
     assert {r["config"] for r in rows} == {config_id(EvalJob(want, "x").row_config())}
     assert json.loads((tmp_path / f"{want.key}.summary.json").read_text())["out"].endswith(f"{want.key}.jsonl")
+
+
+def test_the_book_model_is_data_the_switch_rewrites():
+    """The default model is one JSON value (no regex over source): what the switch writes is what loads."""
+    import json
+
+    from tspd.models.loading import BOOK_MODEL_FILE, DEFAULT_MODEL
+    assert switch_book().BOOK_MODEL == BOOK_MODEL_FILE and json.loads(BOOK_MODEL_FILE.read_text()) == {"model": DEFAULT_MODEL}
+    assert "DEFAULT_MODEL = \"" not in (BOOK_MODEL_FILE.parents[1] / "models" / "loading.py").read_text()

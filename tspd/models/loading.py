@@ -26,10 +26,11 @@ from tspd.models.llada_moe import LLaDAMoEConfig, LLaDAMoEModelLM
 from tspd.validate import check_device
 
 ZOO = Path(__file__).resolve().parent.parent / "zoo"   # tspd/zoo: the embedded checkpoints
-# The book's model: every default of the package that names a model names this one (the notebooks' parameter
-# cells name it too; tests/test_notebooks.py checks that they agree). Switching the book to another embedded
-# model is this line, the notebooks' parameter cells and scripts/ship_model.sh (see its header).
-DEFAULT_MODEL = "tiny-roster"
+# The book's model, kept as data in tspd/zoo/book.json: every default of the package that names a model names
+# this one (the notebooks' parameter cells name it too; tests/test_notebooks.py checks that they agree).
+# scripts/switch_book.py rewrites that file and the parameter cells (scripts/ship_model.sh's header).
+BOOK_MODEL_FILE = ZOO / "book.json"
+DEFAULT_MODEL: str = json.loads(BOOK_MODEL_FILE.read_text())["model"]
 
 # config.json "model_type" -> (config class, model class): the one backbone registry. Dream's released
 # config.json says "Dream"; "lladamoe" is the LLaDA-MoE remote code's own model_type.

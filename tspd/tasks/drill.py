@@ -1,7 +1,7 @@
 """``drill``: runs of ``chain``'s solution lines without their question, a share of ``chain``'s training batches.
 
 Why: an ``arith`` model can compute every number from the question, whose layout fixes the answer's, and
-need never read a line's own operands (``scripts/digit_probe.py`` measures whether it does). A ``chain``
+need never read a line's own operands (``scripts/experiments/digit_probe.py`` measures whether it does). A ``chain``
 model has to read them, since the order of lines and operands is free, and one trained on ``chain`` alone
 does not form that skill in the runs ``results/training/`` records (they measure both). Without the question, the
 only way to predict a result of ``aa op bb = cc`` is from the operands in its own line, and a running sum's

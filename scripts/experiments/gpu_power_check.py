@@ -3,7 +3,7 @@
 LLaDA-8B's shape, random weights, fused and compiled, the full forward replayed from a CUDA graph (no cache):
 timed back to back, then with 0.2 s of rest before each replay, its kernel time by kind, and the SM clock,
 power and clock-event reasons (0x4: software power cap) sampled while it replays for 4 s.
-Run from the repository root on a machine with one CUDA GPU:  PYTHONPATH=. python3 scripts/gpu_power_check.py
+Run from the repository root on a machine with one CUDA GPU:  PYTHONPATH=. python3 scripts/experiments/gpu_power_check.py
 Its one run so far (results/gpu/power/NVIDIA-H200.log, 2026-11-28) ran this file from a copy of the package
 as of 997d003 (q, k transposed before RoPE), reformatted afterwards (one statement a line, the
 poller's list passed in; the same calls in the same order).

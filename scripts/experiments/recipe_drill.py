@@ -8,8 +8,8 @@ can be set to what the minimal loop of ``../shared/lab/dependency_drill/minimal_
 file itself for the reference line). The measure is sequences-to-learn: the first probe at or above
 ``--learned``. One JSON line per probe goes to ``--out`` (appended), so runs compare in one file.
 
-    .venv/bin/python scripts/recipe_drill.py --name trainlm --steps 1500 --out results/training/recipe-drill/probes.jsonl
-    .venv/bin/python scripts/recipe_drill.py --name lr1e-3 --lr 1e-3 ...
+    .venv/bin/python scripts/experiments/recipe_drill.py --name trainlm --steps 1500 --out results/training/recipe-drill/probes.jsonl
+    .venv/bin/python scripts/experiments/recipe_drill.py --name lr1e-3 --lr 1e-3 ...
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Where does each head look from a masked product? Attention mass by relative offset (issue 32's diagnostics).
 
 The results of every ``aa*bb = cc`` line in the first ``--n`` test answers are masked (everything else clean,
-as ``scripts/digit_probe.py``), one forward is run with the attention weights recomputed beside
+as ``scripts/experiments/digit_probe.py``), one forward is run with the attention weights recomputed beside
 scaled-dot-product attention, and for each layer and head the mean weight that the result's first token
 puts on each offset in [-10, 10] is printed (its operands sit at -6 and -3; ``--n`` problems of ``--task``).
 
-    python scripts/attention_offsets.py RUN_DIR [--task chain] [--window 160] [--n 32] [--lines K] [--bare]
+    python scripts/experiments/attention_offsets.py RUN_DIR [--task chain] [--window 160] [--n 32] [--lines K] [--bare]
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ that has learned nothing about numbers guesses the same frequent value everywher
 operands gets products and differences; one that reads the next line copies the value written there.
 :mod:`tspd.training.probes` instead masks everything after the span (the decoder's state).
 
-    python scripts/digit_probe.py RUN_DIR [--task chain] [--window 160] [--n 64] [--lines K] [--bare]
+    python scripts/experiments/digit_probe.py RUN_DIR [--task chain] [--window 160] [--n 64] [--lines K] [--bare]
 
 ``--lines K`` keeps each answer's first K lines (a short-window model on a long task); ``--bare`` drops the
 labels in front of the equations (``Pens: 04*07 = 28`` -> ``04*07 = 28``), as ``arith`` writes its lines.
