@@ -235,14 +235,14 @@ def test_a_notebook_run_with_its_own_results_dir_keeps_its_verdicts_beside_it(tm
 
 
 def test_readme_states_the_measured_tally():
-    """The README's status section quotes the page's tally as it is stored, not as it was hoped."""
+    """The status page quotes the claims page's tally as it is stored, not as it was hoped."""
     import re
     from tspd.provenance import REPO_ROOT
     tally = claims.tally(claims.page_rows(claims.load_all()))
-    readme = (REPO_ROOT / "README.md").read_text()
+    status = (REPO_ROOT / "book" / "status.md").read_text()
     m = re.search(r"Claims of the paper checked on the embedded model: (\d+) holds?, (\d+) do not hold, "
-                  r"(\d+) inconclusive", readme)
-    assert m, "README: the status line on the paper's claims is missing"
+                  r"(\d+) inconclusive", status)
+    assert m, "book/status.md: the line on the paper's claims is missing"
     assert tuple(map(int, m.groups())) == (tally[claims.HOLDS], tally[claims.FAILS], tally[claims.OPEN])
 
 

@@ -55,7 +55,7 @@ def test_the_readmes_lmeval_commands_are_the_records():
     """The commands the README shows are those the record ran (its model, settings and task), so a switch of
     the book's model cannot leave the README's example on the old one."""
     record = lmeval_example.load()
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "book" / "lmeval.md").read_text()   # the lm-eval page
     task = checkpoint_task(record.model)
     assert f"--model_args {record.model_args}" in readme and f"tspd_{task}/tspd_{task}.yaml" in readme
     assert f"--tasks tspd_{task} --limit {record.limit}" in readme and f"eval --task {task} " in readme

@@ -16,10 +16,12 @@ from tspd.provenance import REPO_ROOT
 from tspd.records import fresh_clone, lmeval_example
 
 REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
-    "README.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "controller-comparisons",
-                  "cache-agreement", "lmeval-numbers", "lmeval-times", "gpu-speed", "regime-summary",
-                  "regime-summary-tiny-arith-256"},
+    "README.md": {"fresh-clone-times", "headline"},
     "book/intro.md": {"model-size", "model-accuracy", "model-lines", "controller-overview"},
+    "book/status.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "gpu-speed", "regime-summary",
+                       "regime-summary-tiny-arith-256", "loop-overhead"},
+    "book/controllers.md": {"controller-comparisons", "cache-agreement"},
+    "book/lmeval.md": {"lmeval-numbers", "lmeval-times"},
 }
 
 
@@ -164,3 +166,13 @@ def test_the_fresh_clone_sentence_gives_the_venv_and_the_tests_apart():
     text = prose.fresh_clone_times(fresh_clone.FreshClone(**rec))
     assert "took 7.5 minutes after creating `.venv` (2.5 minutes; 10.0 in all; 1090 passed, 2 skipped" in text
     assert "no `../shared` beside the clone" in text and "4.0 minutes" in text
+
+
+def test_the_readmes_figure_is_drawn_from_the_regime_records(tmp_path):
+    """The README's picture exists where it links it, and fill-records' drawing of it runs from the stored records
+    alone (nothing measured: no model loads)."""
+    from tspd.book.regime import README_FIGURE, readme_figure
+    assert f"]({README_FIGURE.relative_to(REPO_ROOT)})" in (REPO_ROOT / "README.md").read_text()
+    assert README_FIGURE.is_file()
+    drawn = readme_figure(tmp_path / "p.png")
+    assert drawn.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -67,7 +67,8 @@ def test_readme_quotes_the_stored_table(command, record):
     if not record.PATH.exists():
         pytest.skip(f"{record.PATH} not computed yet (python -m tspd {command})")
     table = record.markdown(record.load_dict()).strip()
-    assert table in (REPO_ROOT / "README.md").read_text(), f"paste `python -m tspd {command} --markdown` into the README"
+    page = REPO_ROOT / "book" / "controllers.md"
+    assert table in page.read_text(), f"paste `python -m tspd {command} --markdown` into {page.name}"
 
 
 def test_the_readmes_words_around_the_controller_table_name_its_model_and_task():
@@ -75,5 +76,5 @@ def test_the_readmes_words_around_the_controller_table_name_its_model_and_task()
     if not table_record.PATH.exists():
         pytest.skip(f"{table_record.PATH} not computed yet (python -m tspd controller-table)")
     stored = table_record.load_dict()
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "book" / "controllers.md").read_text()
     assert f"held-out `{stored['task']}` test problems" in readme

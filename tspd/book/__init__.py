@@ -9,7 +9,7 @@
 - :mod:`tspd.book.loop_speed`: the committed ``bench-loop`` results, as the step-speed page shows them
 - :mod:`tspd.book.prose`, :mod:`tspd.book.spans`: the pages' sentences over the records, and their one rewriter
   (``python -m tspd fill-records``)
-- :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the README's controller table
+- :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the controller table (book/controllers.md)
 """
 from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
                                 method_config, paper_model, paper_rows, pareto_front, progress_bar, provenance, results_dir,

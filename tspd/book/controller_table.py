@@ -1,4 +1,4 @@
-"""Every controller, with and without CE, under each KV-cache mode, on an embedded model: the README's
+"""Every controller, with and without CE, under each KV-cache mode, on an embedded model: the
 500-problem table (:mod:`tspd.records.controller_table`), made by ``python -m tspd controller-table``
 (:mod:`tspd.commands.controller_table`).
 

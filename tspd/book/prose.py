@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from tspd import markdown
+from tspd.book.headline import headline_table
 from tspd.book.loop_speed import share_text
 from tspd.book.record import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
@@ -250,7 +251,7 @@ def controller_overview(table: controller_table.ControllerTable | None = None) -
             f"{span_of([r['nfe'] for r in keep], '.1f')} forwards per problem (vanilla {van['nfe']:.0f}) at "
             f"{span_of([100 * r['accuracy'] for r in keep], '.1f')} % accuracy (vanilla {100 * van['accuracy']:.1f} %), "
             f"and with the dual cache {span_of([100 * r['accuracy'] for r in dual], '.1f')} % (n = {table.n} each, "
-            f"the README's controller table" + (f"; {other}" if other else "") + ")")
+            f"the controller table" + (f"; {other}" if other else "") + ")")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -437,6 +438,7 @@ def _loop_file(rec: bench_loop.BenchLoop) -> str:
 
 
 FACTS: dict[str, Callable[[], str]] = {
+    "headline": headline_table,
     "model-accuracy": model_accuracy,
     "model-size": model_size,
     "model-lines": model_lines,

@@ -7,9 +7,15 @@ source gives one (their numbers, :data:`tspd.measures.regime.ANCHORS`), and accu
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from tspd.measures.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
+from tspd.models.loading import DEFAULT_MODEL, ZOO
+from tspd.provenance import REPO_ROOT
 from tspd.stats import wilson
 from tspd.records import regime as regime_file
+
+README_FIGURE = REPO_ROOT / "book" / "figures" / "parallel.png"   # the README's picture (python -m tspd fill-records)
 
 
 def regime_record(model: str, n: int = RegimeConfig.n, long_n: int = RegimeConfig.long_n,
@@ -151,6 +157,23 @@ def parallel_figure(records: dict[str, dict]):
     return fig
 
 
+def readme_figure(path: str | Path = README_FIGURE) -> Path:
+    """:func:`parallel_figure` of the stored regime records (nothing is measured): the book's model first, then
+    every other zoo model with a record of its window, as the Regime page shows them."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    own = regime_file.load(DEFAULT_MODEL)
+    names = [DEFAULT_MODEL] + sorted(p.name for p in ZOO.iterdir() if p.name != DEFAULT_MODEL and (rec := regime_file.load(
+        p.name)) is not None and (rec.gen_length, rec.block_length) == (own.gen_length, own.block_length))
+    fig = parallel_figure({name: regime_file.load(name).data for name in names})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
 def _short(what: str) -> str:
     return (what.replace(", points", "").replace("the ", "").replace(" cache costs", "").replace("vanilla accuracy, %",
             "vanilla").replace("tokens per step loses", "tok/step").replace(" loses against", " vs").replace(
@@ -158,5 +181,5 @@ def _short(what: str) -> str:
 
 
 __all__ = ["regime_record", "target_rows", "targets_side_by_side", "regime_figure", "parallel_rows", "parallel_table",
-           "parallel_figure"]
+           "parallel_figure", "readme_figure", "README_FIGURE"]
 

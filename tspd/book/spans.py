@@ -10,7 +10,7 @@ import re
 
 from tspd.provenance import REPO_ROOT
 
-PAGES = ("README.md", "book/intro.md")
+PAGES = ("README.md", "book/intro.md", "book/status.md", "book/controllers.md", "book/lmeval.md")
 MARK = re.compile(r"<!-- ([a-z0-9-]+) -->(.*?)<!-- /\1 -->", re.S)
 
 

@@ -1,4 +1,4 @@
-"""``python -m tspd controller-table``: the README's controller table, every controller with and without CE under
+"""``python -m tspd controller-table``: the controller table (book/controllers.md), every controller with and without CE under
 each KV-cache mode on an embedded model, resumable (:mod:`tspd.book.controller_table`)."""
 from __future__ import annotations
 

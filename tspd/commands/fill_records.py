@@ -1,5 +1,5 @@
-"""``python -m tspd fill-records``: rewrite the README's and the book's marked spans from the records, or
-(``--check``, ``--diff``) say which differ (:mod:`tspd.book.spans`)."""
+"""``python -m tspd fill-records``: rewrite the README's and the book's marked spans from the records and draw the
+README's figure from the regime records, or (``--check``, ``--diff``) say which spans differ (:mod:`tspd.book.spans`)."""
 from __future__ import annotations
 
 import argparse
@@ -29,4 +29,7 @@ def main(args: argparse.Namespace) -> int:
         return 1 if found else 0
     for page in rewrite(names=names):
         print(f"rewrote {page}")
+    if names is None:
+        from tspd.book.regime import readme_figure
+        print(f"drew {readme_figure()}")
     return 0
