@@ -221,9 +221,15 @@ def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[s
             and n.end_lineno - n.lineno + 1 > limit]
 
 
+# Algorithm 1 is read top to bottom in one function, as LLaDA's generate is (issue 68): its helpers used once
+# are folded in, so it alone may run past a screen, up to this many lines.
+ALGORITHM_LINES = 100
+
+
 def test_no_function_is_longer_than_a_screen():
     long = [f"{MODULES[m].relative_to(PACKAGE.parent)}:{line} {name}: {length} lines"
-            for m in MODULES for name, line, length in long_functions(MODULES[m].read_text())]
+            for m in MODULES for name, line, length in long_functions(MODULES[m].read_text())
+            if (m, name) != ("tspd.decoding.loop", "generate")]
     assert long == [], f"over {MAX_FUNCTION_LINES} lines (split into helpers):\n" + "\n".join(long)
 
 
@@ -235,13 +241,22 @@ def test_the_length_check_counts_from_def_to_the_last_line():
     assert long_functions(f"async def g():\n{body}\n        return 1\n") == [("g", 1, MAX_FUNCTION_LINES + 1)]
 
 
-def test_the_generation_loop_reads_in_one_screen():
-    """``generate`` is Algorithm 1 and no more: canvas, window, history and recorder live beside it."""
-    tree = ast.parse((PACKAGE / "decoding" / "loop.py").read_text())
+def test_the_generation_loop_is_algorithm_1_top_to_bottom():
+    """``generate`` is Algorithm 1, read in one place: each of the paper's steps is a comment on the line that does
+    it, in the paper's order; its one-use helpers are folded in (no private helper of loop.py is called once)."""
+    source = (PACKAGE / "decoding" / "loop.py").read_text()
+    tree = ast.parse(source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate")
-    loop = next(n for n in ast.walk(fn) if isinstance(n, ast.For))
-    assert fn.end_lineno - fn.lineno + 1 <= MAX_FUNCTION_LINES and loop.end_lineno - loop.lineno + 1 <= 60
-    assert "Algorithm 1" in ast.get_docstring(fn)
+    assert fn.end_lineno - fn.lineno + 1 <= ALGORITHM_LINES and "Algorithm 1" in ast.get_docstring(fn)
+    body = "\n".join(source.splitlines()[fn.lineno - 1:fn.end_lineno])
+    steps = ["X <- [x | MASK^L]", "semi-autoregressive blocks", "p <- M(X)", "H <- update(H, p)", "r^ <- CE(H, F)",
+             "A <- TSPD(r^, pos, F)", "X <- commit(X, p, A)"]
+    assert [body.find(step) for step in steps] == sorted(body.find(step) for step in steps) and -1 not in \
+        [body.find(step) for step in steps], "the paper's steps, in order, as comments"
+    private = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name.startswith("_")}
+    calls = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    assert not [name for name in private if calls.count(name) == 1 and name not in ("_generation", "_loaded")], \
+        "a private helper called once belongs in generate"
     assert not [n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "range"
                 and any(isinstance(a, ast.BinOp) for a in n.args)]   # no range(10 ** 9) for a while loop
 

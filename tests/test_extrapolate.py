@@ -149,14 +149,23 @@ def test_batched_update_equals_one_position_at_a_time():
     assert outs[-1].shape == (3, 5)
 
 
-def test_the_loop_builds_its_extrapolator_from_the_settings():
-    from tspd.decoding.config import DecodeConfig
-    from tspd.decoding.loop import _extrapolator
-    assert _extrapolator(DecodeConfig()) is None
-    assert _extrapolator(DecodeConfig(ce=True)).config == CEConfig()
-    assert _extrapolator(DecodeConfig(ce=True, ce_kwargs={"tau": 0.4, "H": 10})).config == CEConfig(tau=0.4, H=10)
+def test_the_loop_builds_its_extrapolator_from_the_settings(monkeypatch):
+    from tspd.decoding import loop
+    built = []
+
+    class Spy(loop.ConfidenceExtrapolator):
+        def __init__(self, config):
+            built.append(config)
+            super().__init__(config)
+
+    monkeypatch.setattr(loop, "ConfidenceExtrapolator", Spy)
+    m = random_model(seed=7, scale=0.8)
+    generate(m, prompts(1), gen_length=16, block_length=8, policy="fast-dllm")
+    generate(m, prompts(1), gen_length=16, block_length=8, policy="fast-dllm", ce=True)
+    generate(m, prompts(1), gen_length=16, block_length=8, policy="fast-dllm", ce=True, ce_kwargs={"tau": 0.4, "H": 10})
+    assert built == [CEConfig(), CEConfig(tau=0.4, H=10)]
     with pytest.raises(ValueError, match="signal"):
-        _extrapolator(DecodeConfig(ce=True, ce_kwargs={"signal": "entropy"}))
+        generate(m, prompts(1), gen_length=16, block_length=8, ce=True, ce_kwargs={"signal": "entropy"})
 
 
 def test_generate_with_ce_only_lifts_confidence():

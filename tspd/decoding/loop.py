@@ -28,6 +28,7 @@ from tspd.decoding.canvas import Canvas, prepare_canvas
 from tspd.decoding.clock import PhaseClock
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.controllers import Controller, Decision, StepView, make_controller, top_one
+from tspd.decoding.extrapolate import CEConfig, ConfidenceExtrapolator
 from tspd.decoding.history import History
 from tspd.decoding.reads import StepPlan
 from tspd.decoding.recorder import Trace, TraceRecorder
@@ -136,13 +137,17 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     cfg = DecodeConfig.of(config, **overrides).resolved(_loaded(model))
     L, Lb, n_blocks, spb = cfg.gen_length, cfg.block_length, cfg.num_blocks, cfg.steps // cfg.num_blocks
     conf_dtype, special, device = getattr(torch, cfg.confidence_dtype), model.special, model.device
-    controller, extrapolator = controller or make_controller(cfg.policy, **cfg.policy_kwargs), _extrapolator(cfg)
+    controller = controller or make_controller(cfg.policy, **cfg.policy_kwargs)
+    extrapolator = ConfidenceExtrapolator(CEConfig(**cfg.ce_kwargs)) if cfg.ce else None   # Section 3.3, or none
     generator = torch.Generator(device).manual_seed(cfg.seed) if cfg.seed is not None and cfg.temperature > 0 else None
     t0, clock = time.perf_counter(), PhaseClock(device, enabled=profile)
     canvas = prepare_canvas(model, prompts, L, tokenizer=tokenizer, add_special_tokens=add_special_tokens,
                             truncate_prompt=truncate_prompt)                         # X <- [x | MASK^L]
     B, P = canvas.x.shape[0], canvas.prompt_length
-    _reset(model, controller, extrapolator, B, L, Lb)
+    controller.bind(model)                                     # a fresh batch: the controller and CE start empty
+    controller.reset(B, L, Lb, device)
+    if extrapolator is not None:
+        extrapolator.reset(B, L, device)
     recorder = TraceRecorder(B, L, device) if record_trace else None
     plan = StepPlan.of(controller.reads, extrapolator.reads if extrapolator else (), recorder.reads if recorder else (),
                        cfg.temperature)                        # what each step computes: what is read
@@ -154,13 +159,23 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
         gs, block = s - P, canvas.x[:, s:e]                    # (a view of the canvas: commits write through it)
         schedule = BlockSchedule((block == special.mask).sum(-1), spb) if "quota" in plan.view else None
         controller.start_block(b)
-        end = BlockEnd(controller, b, spb, Lb)
+        left, idle = None, 0                                   # masks left, forwards without a commit
         fixed = dict(total_steps=cfg.steps, block=b, num_blocks=n_blocks, block_start=gs, steps_per_block=spb,
                      eos_id=special.eos, mask_id=special.mask, **history.around(gs))   # the block's view fields
         for i in itertools.count():                            # until the block has no MASK (if sum F = L: break)
             masked = block == special.mask
-            if end.reached(i, masked):                         # (an error after Lb + 1 forwards without a commit)
-                break
+            if controller.fixed_schedule:                      # LLaDA's fixed schedule: steps_per_block forwards
+                if i >= spb:
+                    break
+            else:                                              # counting the masks left is the step's one wait
+                now = int(masked.sum())                        # for the device
+                if now == 0:
+                    break
+                idle, left = (idle + 1 if left is not None and now >= left else 0), now
+                if idle > Lb:                                  # never loop forever on a controller that waits
+                    raise RuntimeError(f"controller {controller.name!r} committed nothing in {idle} forwards of block "
+                                       f"{b} ({now} masked positions left): a controller that sets force_progress = "
+                                       "False must commit within block_length + 1 forwards")
             w0, w1, g0, g1 = forward.window(s, e, first=i == 0)
             clock.start()
             logits = forward(w0, w1, g0, g1)                   # p <- M(X): one forward, one NFE
@@ -173,11 +188,13 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             if extrapolator is not None:                       # r^ <- CE(H, F)
                 conf, u = extrapolator.update(gs, blk, masked, uncertainty="u" in plan.view)
                 clock.lap("ce")
-            view = StepView(
+            view = StepView(                                   # what the controller sees; logits, u and the
                 step=i, global_step=counts.nfe, x0=blk.x0, conf=conf, raw_conf=blk.conf, entropy=blk.entropy,
-                margin=blk.margin, logit_gap=blk.logit_gap, masked=masked, **fixed,
+                margin=blk.margin, logit_gap=blk.logit_gap, masked=masked, **fixed,   # canvas's mask only if read
                 **(schedule.at(i) if schedule else NO_SCHEDULE),
-                **read_on_demand(plan.view, logits, slice(s - g0, e - g0), conf_dtype, u, conf, canvas))
+                logits=logits[:, s - g0:e - g0].to(conf_dtype) if "logits" in plan.view else None,
+                u=torch.zeros_like(conf) if u is None and "u" in plan.view else u,
+                canvas_masked=canvas.gen_masked if "canvas_masked" in plan.view else None)
             clock.lap("statistics")
             decision = controller.decide(view)                 # A <- TSPD(r^, pos, F): which tokens to fix
             clock.lap("controller")
@@ -187,15 +204,6 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
             if recorder is not None:
                 recorder.record(b, g0 - P, g1 - P, win, gs, conf, committed, canvas.gen_masked)
     return _generation(model, tokenizer, canvas, counts, recorder, clock, t0)
-
-
-def _reset(model: LoadedModel, controller: Controller, extrapolator, batch: int, gen_length: int,
-           block_length: int) -> None:
-    """Ready the controller (bound to ``model``) and the extrapolator, if any, for a fresh batch."""
-    controller.bind(model)
-    controller.reset(batch, gen_length, block_length, model.device)
-    if extrapolator is not None:
-        extrapolator.reset(batch, gen_length, model.device)
 
 
 def _generation(model: LoadedModel, tokenizer, canvas: Canvas, counts: StepCounts, recorder: TraceRecorder | None,
@@ -220,51 +228,6 @@ def _loaded(model) -> LoadedModel:
         raise TypeError(f"generate takes a LoadedModel (tspd.load_model, or LoadedModel(network, tokenizer, "
                         f"special) for a network built in memory), not a {type(model).__name__}")
     return model
-
-
-class BlockEnd:
-    """When a block's steps end: LLaDA's fixed schedule after ``steps_per_block`` forwards, every other
-    controller once the block has no MASK left.
-
-    A block whose masks have not shrunk in ``block_length + 1`` forwards in a row raises instead of
-    looping forever (a controller with ``force_progress = False`` that never commits). Counting the masks
-    left is the step's one wait for the device, the same wait as testing whether any is left.
-    """
-
-    def __init__(self, controller: Controller, block: int, steps_per_block: int, block_length: int):
-        self.controller, self.block, self.steps_per_block = controller, block, steps_per_block
-        self.patience, self.left, self.idle = block_length + 1, None, 0
-
-    def reached(self, step: int, masked: torch.Tensor) -> bool:
-        if self.controller.fixed_schedule:
-            return step >= self.steps_per_block
-        left = int(masked.sum())
-        if left == 0:
-            return True
-        self.idle = self.idle + 1 if self.left is not None and left >= self.left else 0
-        self.left = left
-        if self.idle >= self.patience:
-            raise RuntimeError(f"controller {self.controller.name!r} committed nothing in {self.idle} forwards of "
-                               f"block {self.block} ({left} masked positions left): a controller that sets "
-                               f"force_progress = False must commit within block_length + 1 forwards")
-        return False
-
-
-def _extrapolator(cfg: DecodeConfig):
-    """The Confidence Extrapolator a decoding asks for (Section 3.3), or None."""
-    if not cfg.ce:
-        return None
-    from tspd.decoding.extrapolate import CEConfig, ConfidenceExtrapolator
-    return ConfidenceExtrapolator(CEConfig(**cfg.ce_kwargs))
-
-
-def read_on_demand(reads: frozenset, logits: torch.Tensor, rows: slice, dtype: torch.dtype, u: torch.Tensor | None,
-                   conf: torch.Tensor, canvas: Canvas) -> dict:
-    """The view fields made only for a controller that ``reads`` them: the block's ``logits`` (the window's
-    ``rows``) in the confidence dtype, ``u`` without CE (zeros) and the generated region's mask."""
-    return dict(logits=logits[:, rows].to(dtype) if "logits" in reads else None,
-                u=torch.zeros_like(conf) if u is None and "u" in reads else u,
-                canvas_masked=canvas.gen_masked if "canvas_masked" in reads else None)
 
 
 def commit(canvas: Canvas, block: torch.Tensor, view: StepView, decision: Decision, force_progress: bool,
