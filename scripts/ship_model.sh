@@ -29,7 +29,7 @@
 # files are the README's. They run only where NAME is the book's model (refused up front otherwise).
 # What is set aside is named <name>.before-<time> (git ignores it; delete it once the new results are in).
 # Afterwards: paste `python -m tspd controller-table --markdown` and `python -m tspd cache-agreement
-# --markdown` into the README, update its status section, and run `bash scripts/test.sh`.
+# --markdown` into book/controllers.md, update book/status.md, and run `bash scripts/test.sh`.
 #
 # Switching the book to another embedded model (tiny-chain, trained on `chain`; tiny-arith stays the test
 # suite's fast model):
@@ -41,7 +41,7 @@
 #      tests/test_notebooks.py checks that they name DEFAULT_MODEL and its task
 #   4. the book's stages on it:          STAGES="notebooks tables" bash scripts/ship_model.sh RUN_DIR [THREADS]
 #      (after `switch_book.py NAME --staged`: READ_BACK=1, or the staged runs are set aside and measured again)
-#   5. the README's pastes and status section as above, the pages' prose that describes arith, then the tests
+#   5. book/controllers.md's pastes and book/status.md as above, the pages' prose on the old task, then the tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run=${1:?usage: [ZOO=NAME] bash scripts/ship_model.sh RUN_DIR [THREADS]}

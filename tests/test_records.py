@@ -237,7 +237,7 @@ def test_the_goals_judge_the_faster_full_forward_against_the_cards_goals():
 def test_a_checkpoints_probes_come_from_its_final_evaluation_else_its_curves_last_point(tmp_path):
     """train_lm_probes.final: probes.json where train-lm wrote one; a run without a final evaluation (tiny-roster's)
     shows its learning curve's last point, and the probe table counts problems as whole numbers."""
-    from tspd.training.lm.record import probe_table
+    from tspd.training.lm.outputs import probe_table
     (tmp_path / "eval_log.csv").write_text("step,n,probe_chore,probe_pair,probe_day,one_pass_lines\n"
                                            "10,64,0.5,0.25,1.0,0.0\n20,64,1.0,0.5,1.0,0.125\n")
     probed, source = train_lm_probes.final(tmp_path)

@@ -16,7 +16,7 @@ from tspd.training.lm.config import LMTrainConfig
 from tspd.training.lm.data import encode_answer, make_batch
 from tspd.training.lm.arch import model_config
 from tspd.training.lm.objective import lr_factor, sft_loss, stratified_uniform
-from tspd.training.lm.record import STATE
+from tspd.training.lm.outputs import STATE
 from tspd.training.train_lm import train
 from tspd.stats import wilson
 
@@ -274,7 +274,7 @@ def test_an_interrupted_sweep_resumes_on_the_same_checkpoint(tmp_path):
 def test_a_resumed_run_upgrades_an_older_eval_log(tmp_path):
     from tspd.training.lm.evaluation import EVAL_COLUMNS
     from tspd.records.files import read_log
-    from tspd.training.lm.record import upgrade_eval_log
+    from tspd.training.lm.outputs import upgrade_eval_log
     path = tmp_path / "eval_log.csv"
     path.write_text("step,minutes,loss,accuracy,n,probe_final\n10,1.0,0.5,0.25,200,0.5\n")
     upgrade_eval_log(path)

@@ -16,7 +16,7 @@ from typing import Callable
 from tspd import markdown
 from tspd.book.headline import headline_table
 from tspd.book.loop_speed import share_text
-from tspd.book.record import accuracy_text, reference_accuracy, reference_steps
+from tspd.book.accuracy import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
 from tspd.stats import wilson
 from tspd.tasks.generated import trained_task

@@ -60,7 +60,7 @@ OWNERS = {
     "train-lm probes": Owner("tspd.records.train_lm_probes", ('"probes.json"',),
                              callers=("tspd.training.lm.evaluation",)),
     "training page": Owner("tspd.records.training_md", ('"TRAINING.md"',), ("write_page", "append", "write_section"),
-                           ("tspd.training.lm.record", "tspd.training.train_lm", "tspd.commands.regime")),
+                           ("tspd.training.lm.outputs", "tspd.training.train_lm", "tspd.commands.regime")),
     "runs": Owner("tspd.records.runs", ('/ "runs"',), ("write_sidecar", "retire", "move"),
                   ("tspd.eval.experiments", "scripts/switch_book.py")),
     "pareto": Owner("tspd.book.pareto", ('"pareto.json"',), ("write",)),

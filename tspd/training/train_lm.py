@@ -6,7 +6,7 @@ The loop, read top to bottom: build the model (``--arch``: LLaDA's, Dream's or L
 a batch, compute LLaDA's SFT loss (Sec. 2.3 / Eq. 5; :mod:`tspd.training.lm.objective`; plus the router's
 load-balancing term for the MoE), step the optimiser, log; every ``--eval-minutes`` a point of the learning curve
 (:mod:`tspd.training.lm.evaluation`); every ``--save-minutes`` the checkpoint and the resumable state
-(:mod:`tspd.training.lm.record`). Then the final sweep and probes. The parts live in :mod:`tspd.training.lm`.
+(:mod:`tspd.training.lm.outputs`). Then the final sweep and probes. The parts live in :mod:`tspd.training.lm`.
 
 ``--resume`` continues an interrupted run from its last saved state (``train_state.pt``: fp32 weights,
 optimiser, step, elapsed time, learning curve) on the same data stream and schedule. Evaluation time does
@@ -40,7 +40,7 @@ from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluat
 from tspd.training.lm.arch import RouterBalance, build
 from tspd.training.lm.objective import ar_loss, count_parameters, lr_factor, make_optimizer, sft_loss
 from tspd.records.files import read_log
-from tspd.training.lm.record import STATE, probe_table, save_checkpoint, save_state, sweep_table, upgrade_eval_log, \
+from tspd.training.lm.outputs import STATE, probe_table, save_checkpoint, save_state, sweep_table, upgrade_eval_log, \
     write_training_md
 from tspd.training.masking import Masking
 from tspd.training.warm_start import warm_start
