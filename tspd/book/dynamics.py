@@ -99,4 +99,23 @@ def premise_figure(records: dict[str, dict]):
     return fig
 
 
-__all__ = ["THEIRS", "dynamics_record", "dynamics_table", "band_table", "target_table", "premise_figure"]
+def dynamics_summary() -> str:
+    """The status page's sentence: for every zoo model with a dynamics record, the premise (right but unsure, Fig. 1's
+    gap, rises before 0.9) and what TSPD + CE made of it against Fast-dLLM 0.9 (forwards, right answers)."""
+    from tspd.models.loading import ZOO
+    parts = []
+    for path in sorted(ZOO.glob("*/dynamics.json")):
+        rec = dynamics_file.load(path.parent.name)
+        s = rec["summary"]
+        ours = s.get(OURS) or {}
+        gain = (f"; TSPD + CE takes {_cell(ours['over_fast'], 2)} times Fast-dLLM 0.9's forwards, and answers "
+                f"{s.get(OURS + '_correct')} of {s['prompts']} right to Fast-dLLM's {s.get(FAST + '_correct')}") if ours else \
+            "; no controller trained on it yet"
+        parts.append(f"`{rec['model']}` (n = {s['prompts']}): right but unsure {_cell(s['unsure'])} %, Fig. 1's gap "
+                     f"{_cell(s['flip_gap'])} points, rises of >= 3 steps before 0.9 {_cell(s['rise_crossed'])} %" + gain)
+    return ("by each model's dynamics record (`tspd/zoo/*/dynamics.json`; 95 % intervals over problems in brackets): "
+            + "; ".join(parts))
+
+
+__all__ = ["THEIRS", "dynamics_record", "dynamics_table", "band_table", "target_table", "premise_figure",
+           "dynamics_summary"]
