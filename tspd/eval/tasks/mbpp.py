@@ -19,6 +19,8 @@ Reference code is stored with CRLF line ends; they are turned into LF everywhere
 """
 from __future__ import annotations
 
+import re
+
 from tspd.eval.sandbox import Limits
 from tspd.tasks.base import Task
 from tspd.eval.tasks.code import extract_code, run_tests
@@ -50,6 +52,17 @@ def clean_completion(completion: str) -> str:
     return extract_code(text)
 
 
+_TOP_LEVEL_DEF = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def tested_names(sample: dict) -> set[str]:
+    """Names the reference solution defines at top level and the tests mention: the solution's even where
+    they shadow a builtin (task 126 tests a function called ``sum``), which no other name of a builtin may.
+    (Read with patterns, not ``ast``: parsing the reference code here would warn about its escapes.)"""
+    return set(_TOP_LEVEL_DEF.findall(sample["code"])) & set(_NAME.findall("\n".join(sample["test_list"])))
+
+
 class MBPP(Task):
     name = "mbpp"
     stop = ("[DONE]",)
@@ -59,12 +72,15 @@ class MBPP(Task):
     def __init__(self, *args, limits: Limits | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.limits = limits
+        self.data_root = None   # the data directory, hidden from the sandbox (set when the data is read)
 
     def _all_rows(self) -> dict[int, dict]:
         if self.source:   # the hub splits already follow the id ranges; gather them back by id
             rows = [r for split in SPLIT_IDS for r in load_hub(self.source, split, HUB_CONFIG)]
         else:
-            rows = read_data(data_file(self.data_dir, "mbpp/mbpp.jsonl"))
+            path = data_file(self.data_dir, "mbpp/mbpp.jsonl")
+            self.data_root = path.parents[1]
+            rows = read_data(path)
         return {int(r["task_id"]): r for r in rows}
 
     def _load(self) -> list[dict]:
@@ -85,7 +101,9 @@ class MBPP(Task):
 
     def grade(self, sample: dict, completion: str) -> dict:
         code = clean_completion(completion)
-        tests = "\n".join(sample["test_list"])
-        # the setup code (tasks 367, 927) builds test inputs from the solution's own classes: run it after
-        program = f"{code}\n\n{sample['test_setup_code']}\n{tests}\n"
-        return {**run_tests(program, self.limits), "extracted": code}
+        tests = "\n".join(sample["test_list"]) + "\n"
+        # the setup code (tasks 367, 927) builds test inputs from the solution's own classes: it runs after the
+        # solution, in the solution's process; the tests get what it built as handles
+        solution = f"{code}\n\n{sample['test_setup_code']}\n"
+        grade = run_tests(solution, tests, self.limits, from_program=tested_names(sample), data_root=self.data_root)
+        return {**grade, "extracted": code}
