@@ -148,7 +148,7 @@ def test_shared_helpers_have_one_home():
                       "template_accuracy",   # the generated tasks' module interface (arith, chain, roster)
                       "line", "parse_line", "line_fault", "fault"}   # and the day-line tasks' (roster, styled)
     probe_modules = {"run_probes"}   # tspd.training.probes and roster_probes: one interface
-    records = {"load", "save", "load_dict", "load_dicts", "markdown", "path_of"}   # each record module's interface (tspd.records)
+    records = {"load", "save", "load_dict", "load_all", "markdown", "path_of"}   # each record module's interface (tspd.records)
     allowed = verbs | generated_task | probe_modules | records
     assert twice <= allowed, sorted(twice - allowed)
 

@@ -151,9 +151,9 @@ def test_the_bench_files(tmp_path):
         assert written.name == name and written.read_bytes() == (bench_loop.DIRECTORY / name).read_bytes()
     gpu = bench_step.load("NVIDIA-H200")
     assert gpu.batch(1)["batch"] == 1 and "H200" in gpu.device
-    for path, stored in bench_step.load_dicts():
+    for path, stored in bench_step.load_all():
         same_bytes(path, lambda: write_json(tmp_path / path.name, stored, indent=2))
-    forward = bench_forward.load_dicts()
+    forward = bench_forward.load_all()
     assert forward
     for path, stored in forward:
         same_bytes(path, lambda: bench_forward.save(stored, str(tmp_path / "forward-{device}.json")))

@@ -21,7 +21,7 @@ PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "co
 def loop_results(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
     """Every bench-loop file under ``directory`` (default the committed ones, :mod:`tspd.records.bench_loop`)."""
     from tspd.records import bench_loop
-    return bench_loop.load_dicts(directory)
+    return bench_loop.load_all(directory)
 
 
 def share_text(x: float, target: float | None) -> str:

@@ -12,7 +12,7 @@ from tspd.records.files import read_json
 DIRECTORY = bench_step.DIRECTORY / "forward"
 
 
-def load_dicts(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
+def load_all(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
     """Every file under ``directory`` (default the committed ones) as stored, by file name."""
     return [(p, read_json(p)) for p in sorted(Path(directory or DIRECTORY).glob("*.json"))]
 

@@ -37,7 +37,7 @@ def names(directory: str | Path | None = None) -> list[str]:
     return sorted(p.name for p in Path(directory or DIRECTORY).glob(GLOB))
 
 
-def load_dicts(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
+def load_all(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
     """Every file under ``directory`` (default the committed ones) as stored, by file name."""
     return [(p, read_json(p)) for p in sorted(Path(directory or DIRECTORY).glob(GLOB))]
 

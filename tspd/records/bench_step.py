@@ -107,7 +107,7 @@ def load(device: str, directory: str | Path | None = None) -> BenchStep:
     return BenchStep(f"{device}.json", d["device"], d["dtype"], d["rows"])
 
 
-def load_dicts(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
+def load_all(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
     return [(p, read_json(p)) for p in sorted(Path(directory or DIRECTORY).glob("*.json"))]
 
 

@@ -20,7 +20,7 @@ def path_in(out: str | Path) -> Path:
     return Path(out) / FILENAME
 
 
-def read_rows(out: str | Path) -> list[dict]:
+def load_rows(out: str | Path) -> list[dict]:
     """The rows in ``out`` ([] where there are none yet)."""
     path = path_in(out)
     return read_json(path) if path.is_file() else []

@@ -69,7 +69,7 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     task = generated_task(cfg.task)
     problems = task.load_split("test", min(cfg.final_eval_n, task.SPLIT_SIZES["test"]))
     weights = weights_hash(out)
-    before = train_lm_evals.read_rows(out)
+    before = train_lm_evals.load_rows(out)
     done = {(r["policy"], r["threshold"], r.get("tokens_per_step"), r["n"]): r for r in before
             if r.get("weights") == weights and "accuracy" in r}
     results = []
