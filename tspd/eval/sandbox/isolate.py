@@ -157,7 +157,7 @@ def _private_dirs(work: str, status: dict) -> None:
         _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_OPTIONS)
         status["private"].append(path)
         if real_work.startswith(path + "/"):       # the working directory was under it: rebuild its path
-            status["skeleton"][path] = real_work[len(path) + 1:].split("/")[0]
+            status["skeleton"][path] = os.path.relpath(real_work, path).partition(os.sep)[0]
             os.makedirs(real_work, 0o755)
 
 
