@@ -19,7 +19,7 @@ REQUIRED = {   # the spans each page must keep (a removed marker would silently 
     "README.md": {"fresh-clone-times", "headline"},
     "book/intro.md": {"model-size", "model-accuracy", "model-lines", "controller-overview"},
     "book/status.md": {"model-size", "model-accuracy", "model-lines", "claims-summary", "gpu-speed", "regime-summary",
-                       "regime-summary-tiny-arith-256", "loop-overhead"},
+                       "regime-summary-tiny-arith-256", "loop-overhead", "dynamics-summary"},
     "book/controllers.md": {"controller-comparisons", "cache-agreement"},
     "book/lmeval.md": {"lmeval-numbers", "lmeval-times"},
 }
