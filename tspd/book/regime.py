@@ -164,9 +164,10 @@ def readme_figure(path: str | Path = README_FIGURE) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     own = regime_file.load(DEFAULT_MODEL)
-    names = [DEFAULT_MODEL] + sorted(p.name for p in ZOO.iterdir() if p.name != DEFAULT_MODEL and (rec := regime_file.load(
-        p.name)) is not None and (rec.gen_length, rec.block_length) == (own.gen_length, own.block_length))
-    fig = parallel_figure({name: regime_file.load(name).data for name in names})
+    others = {p.name: regime_file.load(p.name) for p in sorted(ZOO.iterdir()) if p.name != DEFAULT_MODEL}
+    records = {DEFAULT_MODEL: own.data} | {name: rec.data for name, rec in others.items() if rec is not None
+                                           and (rec.gen_length, rec.block_length) == (own.gen_length, own.block_length)}
+    fig = parallel_figure(records)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})

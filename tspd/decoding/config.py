@@ -136,9 +136,9 @@ class DecodeConfig:
         policy = str(given.pop("policy", cls.policy))
         if "threshold" in given:
             policy_kwargs["threshold"] = as_float("threshold", given.pop("threshold"))
-        if given.get("controller_weights"):
-            policy_kwargs["weights"] = controller_weights(str(given.pop("controller_weights")), policy)
-        given.pop("controller_weights", None)
+        weights = given.pop("controller_weights", None)
+        if weights:
+            policy_kwargs["weights"] = controller_weights(str(weights), policy)
         ce = as_bool("ce", given.pop("ce")) if "ce" in given else bool(ce_kwargs)
         if ce_kwargs and not ce:
             raise UsageError(f"CE settings ({', '.join(sorted(ce_kwargs))}) given with CE off: turn CE on "

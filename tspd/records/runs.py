@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import read_json, write_json
-from tspd.records.rows import ResultsFile
+from tspd.records.rows import ResultsFile, summary_path
 
 RUNS_DIR = REPO_ROOT / "results" / "runs"
 
@@ -61,7 +61,7 @@ def retire(key: str, results_dir: str | Path | None = None) -> None:
     """Rename the run's files ``<key>.stale-<time>.*`` (kept for a look, never read again)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     f = rows_file(key, results_dir)
-    for p in (f.path, f.packed, f.path.with_name(f"{key}.summary.json"), sidecar_path(key, results_dir)):
+    for p in (f.path, f.packed, summary_path(f.path), sidecar_path(key, results_dir)):
         if p.exists():
             p.rename(p.with_name(p.name.replace(key, f"{key}.stale-{stamp}", 1)))
 
@@ -75,7 +75,7 @@ def move(old: str, new: str, meta: dict, config_id: str, row_config: dict,
     moved = [dict(r, config=config_id) for r in src.load()]
     summary = src.read_summary()
     for f in (dest, src):
-        for p in (f.path, f.packed, f.path.with_name(f.path.stem + ".summary.json")):
+        for p in (f.path, f.packed, summary_path(f.path)):
             p.unlink(missing_ok=True)
     sidecar_path(old, results_dir).unlink(missing_ok=True)
     sidecar_path(new, results_dir).unlink(missing_ok=True)
