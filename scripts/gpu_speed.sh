@@ -21,8 +21,8 @@ shape=(--shape llada-8b --prompt 896 --gen 256 --block 32 --device cuda)
 "$py" -m tspd bench-forward "${shape[@]}" --repeats "${FORWARD_REPEATS:-20}" --out "$out/forward/{device}.json"
 caches=${CACHES:-dual,none}
 "$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 1 --fast --parity \
-    --policies vanilla,fast-dllm,tspd+ce --caches "$caches" --out "$out/{device}.json"
+    --controllers vanilla,fast-dllm,tspd+ce --caches "$caches" --out "$out/{device}.json"
 batch8=(--no-generate)
-if [ "${BATCH8_GENERATE:-0}" = 1 ]; then batch8=(--policies vanilla,tspd+ce --caches dual); fi
+if [ "${BATCH8_GENERATE:-0}" = 1 ]; then batch8=(--controllers vanilla,tspd+ce --caches dual); fi
 "$py" -m tspd bench-step "${shape[@]}" --repeats 10 --generate-repeats 1 --batch 8 --fast "${batch8[@]}" \
     --out "$out/{device}-batch8.json"

@@ -17,7 +17,7 @@ task=$(.venv/bin/python scripts/model_info.py task "$model")
 traces=runs/controllers/$model-traces-egp-$n.pt   # by model: two models of one task each get their own
 mkdir -p runs/controllers
 start=$(date +%s)
-.venv/bin/python -m tspd collect-traces --model "$model" --prompts "$task-traces" --n "$n" --policy egp \
+.venv/bin/python -m tspd collect-traces --model "$model" --prompts "$task-traces" --n "$n" --controller egp \
     --batch-size 32 --threads "$threads" --out "$traces"
 echo "stage 1: $(( $(date +%s) - start )) s"
 start=$(date +%s)

@@ -194,12 +194,12 @@ def test_an_evaluation_job_carries_its_checkpoint_and_one_decoding():
     assert defaulted == []
 
 
-def test_a_decoding_names_its_policy_and_ce_and_gives_their_settings():
+def test_a_decoding_names_its_controller_and_ce_and_gives_their_settings():
     import typing
 
     from tspd.decoding.config import DecodeConfig
     hints = typing.get_type_hints(DecodeConfig)
-    assert (hints["policy"], hints["policy_kwargs"], hints["ce"], hints["ce_kwargs"]) == (str, dict, bool, dict)
+    assert (hints["controller"], hints["controller_kwargs"], hints["ce"], hints["ce_kwargs"]) == (str, dict, bool, dict)
 
 
 @pytest.mark.parametrize("name", ["tspd.decoding.controllers.weights", "tspd.models.loading"])

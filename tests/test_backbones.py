@@ -329,7 +329,7 @@ def test_dream_vanilla_decoding_matches_reference_loop_with_shift(dream_dir):
     """Fails if the shift is dropped or misplaced anywhere on the path from the model to the commits."""
     model, ref = tspd.load_model(dream_dir), layout_reference(dream_dir)
     for prompt in ([5, 9, 2, 33, 17], [40, 1, 7]):
-        out = generate(model, [prompt], gen_length=16, block_length=8, steps=16, policy="vanilla")
+        out = generate(model, [prompt], gen_length=16, block_length=8, steps=16, controller="vanilla")
         assert out.token_ids[0].tolist() == reference_dream_vanilla(ref, prompt, 16, 8, 16)
 
 
@@ -338,7 +338,7 @@ def test_dream_first_step_candidates_come_from_the_previous_position(dream_dir, 
     """Step 0 of a generation is a full forward in every cache mode; candidate i = argmax of output i-1."""
     model, ref = tspd.load_model(dream_dir), layout_reference(dream_dir)
     batch, gen = PROMPTS, 16
-    out = generate(model, batch, gen_length=gen, block_length=8, steps=16, policy="fast-dllm",
+    out = generate(model, batch, gen_length=gen, block_length=8, steps=16, controller="fast-dllm",
                    threshold=0.9, cache=cache, record_trace=True)
     for row, prompt in enumerate(batch):
         x = torch.tensor([prompt + [MASK] * gen])
@@ -350,33 +350,33 @@ def test_dream_first_step_candidates_come_from_the_previous_position(dream_dir, 
         assert out.trace.x0[0, row].tolist() != logits[P:P + gen].argmax(-1).tolist()
 
 
-def policy_kwargs(model, policy: str) -> dict:
+def controller_kwargs(model, controller: str) -> dict:
     """What a controller needs besides the model: untrained nets for the learned ones, EGP's reference."""
     torch.manual_seed(0)
-    if policy == "fast-dllm":
+    if controller == "fast-dllm":
         return {"threshold": 0.7}
-    if policy == "learn2pd":
+    if controller == "learn2pd":
         from tspd.decoding.controllers.learn2pd import Learn2PDNet
         return {"net": Learn2PDNet()}
-    if policy == "tspd":
+    if controller == "tspd":
         from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
         return {"net": TSPDNet(TSPDConfig())}
-    if policy == "egp":
+    if controller == "egp":
         return {"reference": generate(model, PROMPTS, gen_length=16, block_length=8, steps=16).token_ids}
     return {}
 
 
-def run_policy(model, policy: str, cache: str, ce: bool = False):
-    return generate(model, PROMPTS, gen_length=16, block_length=8, steps=8, policy=policy, cache=cache, ce=ce,
-                    policy_kwargs=policy_kwargs(model, policy))
+def run_controller(model, controller: str, cache: str, ce: bool = False):
+    return generate(model, PROMPTS, gen_length=16, block_length=8, steps=8, controller=controller, cache=cache, ce=ce,
+                    controller_kwargs=controller_kwargs(model, controller))
 
 
 @pytest.mark.parametrize("kind", ["dream", "moe"])
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
-@pytest.mark.parametrize("policy", sorted(REGISTRY))
-def test_every_controller_decodes_with_every_cache(dream_dir, moe_dir, kind, cache, policy):
+@pytest.mark.parametrize("controller", sorted(REGISTRY))
+def test_every_controller_decodes_with_every_cache(dream_dir, moe_dir, kind, cache, controller):
     model = tspd.load_model(dream_dir if kind == "dream" else moe_dir)
-    out = run_policy(model, policy, cache)
+    out = run_controller(model, controller, cache)
     assert out.token_ids.shape == (2, 16)
     assert not (out.token_ids == MASK).any() and (out.token_ids < V).all()
     assert out.nfe >= 2                                  # at least one forward per block
@@ -387,7 +387,7 @@ def test_confidence_extrapolation_runs_on_the_backbones(dream_dir, moe_dir, kind
     pytest.importorskip("tspd.decoding.extrapolate")
     model = tspd.load_model(dream_dir if kind == "dream" else moe_dir)
     for cache in ("none", "dual"):
-        out = run_policy(model, "fast-dllm", cache, ce=True)
+        out = run_controller(model, "fast-dllm", cache, ce=True)
         assert not (out.token_ids == MASK).any()
 
 

@@ -46,16 +46,16 @@ GENERATE = [   # (id, extra arguments, words the one line must contain); a --mod
     ("unknown architecture", ["--model", "{alien}"], "model_type 'gpt9' is not supported"),
     ("truncated shard", ["--model", "{truncated}"], "model.safetensors: cannot be read"),
     ("length not a multiple", ["--gen-length", "50", "--block-length", "32"], "not a multiple of block_length"),
-    ("unknown policy", ["--policy", "nosuch"], "unknown policy 'nosuch'"),
-    ("threshold out of range", ["--policy", "fast-dllm", "--threshold", "1.5"], "threshold must be in (0, 1]"),
-    ("threshold for vanilla", ["--policy", "vanilla", "--threshold", "0.9"], "takes no threshold"),
-    ("egp is an oracle", ["--policy", "egp"], "collect-traces --policy egp"),
+    ("unknown controller", ["--controller", "nosuch"], "unknown controller 'nosuch'"),
+    ("threshold out of range", ["--controller", "fast-dllm", "--threshold", "1.5"], "threshold must be in (0, 1]"),
+    ("threshold for vanilla", ["--controller", "vanilla", "--threshold", "0.9"], "takes no threshold"),
+    ("egp is an oracle", ["--controller", "egp"], "collect-traces --controller egp"),
     ("bad dtype", ["--dtype", "float64"], "unknown dtype 'float64'"),
     ("empty prompt", ["--prompt", "  "], "empty prompt"),
     ("prompt too long", ["--prompt", "x" * 600], "exceeds the model's 512"),
-    ("no controller", ["--model", "{no-controllers}", "--policy", "tspd"], "train-controller"),
-    ("controller for a fixed policy", ["--controller-weights", TEST_MODEL],
-     "--controller-weights is for the learned policies"),
+    ("no controller", ["--model", "{no-controllers}", "--controller", "tspd"], "train-controller"),
+    ("weights for a fixed controller", ["--controller-weights", TEST_MODEL],
+     "--controller-weights is for the learned controllers"),
 ]
 EVAL = [   # (id, extra arguments, words): a --model among them wins over the TEST_MODEL given first
     ("out is a directory", ["--out", "{out_dir}"], "is a directory"),
@@ -63,8 +63,8 @@ EVAL = [   # (id, extra arguments, words): a --model among them wins over the TE
     ("out under a file", ["--out", "{a_file}/results.jsonl"], "cannot write --out"),
     ("task version", ["--model", "{old-task}"], "another version of tspd.tasks.arith"),
     ("threshold for vanilla", ["--threshold", "0.9"], "takes no threshold"),
-    ("controller for a fixed policy", ["--controller-weights", TEST_MODEL],
-     "--controller-weights is for the learned policies"),
+    ("weights for a fixed controller", ["--controller-weights", TEST_MODEL],
+     "--controller-weights is for the learned controllers"),
 ]
 
 OTHER = [   # (id, the whole command line, words): the other commands, refused before any measuring
@@ -125,7 +125,7 @@ def test_missing_cuda_is_one_line(capsys):
 def test_debug_shows_the_traceback():
     from tspd.validate import UsageError
     with pytest.raises(UsageError):
-        cli.main(["generate", "--prompt", "x", "--policy", "nosuch", "--debug"])
+        cli.main(["generate", "--prompt", "x", "--controller", "nosuch", "--debug"])
 
 
 def test_generate_function_refuses_before_decoding():
@@ -139,7 +139,7 @@ def test_generate_function_refuses_before_decoding():
         out = generate(model, ["x" * 600], gen_length=32, block_length=32, steps=2, truncate_prompt=True)
     assert out.truncated_prompts == 1 and out.prompt_length == 512 - out.token_ids.shape[1]
     with pytest.raises(UsageError, match="takes no threshold"):
-        generate(model, ["x"], policy="vanilla", threshold=0.9)
+        generate(model, ["x"], controller="vanilla", threshold=0.9)
 
 
 def test_truncation_only_when_asked_and_counted(capsys):
@@ -160,11 +160,11 @@ def test_eval_summary_counts_truncated_prompts():
     assert summarize(rows)["truncated_prompts"] == 2
 
 
-def test_controller_is_not_an_option(capsys):
-    """The controller's weights are ``--controller-weights``; ``--controller`` (not even as its prefix) is refused."""
-    argv = ["generate", "--model", TEST_MODEL, "--prompt", "2+2?", "--policy", "tspd", "--controller", TEST_MODEL]
+def test_the_old_policy_option_is_refused(capsys):
+    """The controller is ``--controller`` (once ``--policy``); the old option is refused by name, not taken as a prefix."""
+    argv = ["generate", "--model", TEST_MODEL, "--prompt", "2+2?", "--policy", "tspd"]
     with pytest.raises(SystemExit) as refused:
         cli.main(argv)
     assert refused.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith(f"error: unrecognized arguments: --controller {TEST_MODEL}"), err
+    assert err[-1].endswith("error: unrecognized arguments: --policy tspd"), err

@@ -18,7 +18,7 @@ def test_bench_step_tiny_shape_writes_results(tmp_path):
     out = tmp_path / "cpu.json"
     args = p.parse_args(["--shape", "tiny", "--device", "cpu", "--batch", "1,2", "--prompt", "8", "--gen", "16",
                          "--block", "8", "--repeats", "1", "--warmup", "0", "--generate-repeats", "1",
-                         "--policies", "vanilla,tspd+ce", "--fast", "--parity", "--out", str(out)])
+                         "--controllers", "vanilla,tspd+ce", "--fast", "--parity", "--out", str(out)])
     assert bench_step.main(args) == 0
     res = json.loads(out.read_text())
     assert res["shape"] == "tiny" and res["device"] == device_name("cpu") and res["params"] > 0 and "revision" in res

@@ -17,7 +17,7 @@ def test_the_bare_replay_runs_the_loops_forwards():
     model = load_model("tiny-arith")
     ids, source = bench_loop.prompts(model, 2, 48)
     assert len(ids) == 2 and "test split" in source
-    config = DecodeConfig(policy="fast-dllm", cache="dual", gen_length=64, block_length=32)
+    config = DecodeConfig(controller="fast-dllm", cache="dual", gen_length=64, block_length=32)
     calls = bench_loop.recorded_forwards(model, ids[0], config)
     out = generate(model, [ids[0]], config)
     assert len(calls) == out.nfe
@@ -32,7 +32,7 @@ def test_bench_loop_writes_its_provenance_and_one_row_per_setting(tmp_path):
     p = argparse.ArgumentParser()
     bench_loop_command.add_arguments(p)
     out = tmp_path / "loop-{device}.json"
-    args = p.parse_args(["--n", "1", "--repeats", "1", "--policies", "vanilla,tspd", "--ce", "on",
+    args = p.parse_args(["--n", "1", "--repeats", "1", "--controllers", "vanilla,tspd", "--ce", "on",
                          "--caches", "dual", "--gen-length", "32", "--block-length", "32", "--note", "a test",
                          "--out", str(out)])
     before = torch.get_num_threads()

@@ -17,7 +17,7 @@ def test_row_label_marks_rows_without_a_cache(monkeypatch):
     assert book.row_label("Prophet †") == "Prophet †"            # already marked
     assert book.row_label("Ours") == "Ours"
     assert book.row_label("F-dLLM", "Fast-dLLM") == "Fast-dLLM"  # Table 3 spells it out
-    monkeypatch.setitem(book.METHODS, "Plain", dict(policy="fast-dllm"))
+    monkeypatch.setitem(book.METHODS, "Plain", dict(controller="fast-dllm"))
     assert book.row_label("Plain") == "Plain †"
 
 

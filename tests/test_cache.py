@@ -15,10 +15,10 @@ GEN, BLOCK = 32, 8
 
 
 @pytest.mark.parametrize("cache", ["prefix", "dual"])
-@pytest.mark.parametrize("policy", ["vanilla", "fast-dllm"])
-def test_first_step_of_each_block_equals_the_uncached_forward(cache, policy):
+@pytest.mark.parametrize("controller", ["vanilla", "fast-dllm"])
+def test_first_step_of_each_block_equals_the_uncached_forward(cache, controller):
     m, spy = spied(random_model(seed=4, scale=0.8))
-    out = generate(m, prompts(3, seed=2), gen_length=GEN, block_length=BLOCK, policy=policy, cache=cache,
+    out = generate(m, prompts(3, seed=2), gen_length=GEN, block_length=BLOCK, controller=controller, cache=cache,
                    record_trace=True)
     tr, P = out.trace, out.prompt_length
     firsts = [t for t in range(out.nfe) if t == 0 or tr.block[t] != tr.block[t - 1]]
@@ -53,12 +53,12 @@ def learned(name: str):
 
 
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
-@pytest.mark.parametrize("policy", ["prophet", "credit", "learn2pd", "tspd"])
-def test_batch_of_8_equals_one_prompt_at_a_time(policy, cache):
+@pytest.mark.parametrize("controller", ["prophet", "credit", "learn2pd", "tspd"])
+def test_batch_of_8_equals_one_prompt_at_a_time(controller, cache):
     m = random_model(seed=7, scale=0.8)
     ps = prompts(8, seed=11)
-    def pick():   # a learned controller with seeded in-memory weights, or the policy by name
-        return dict(controller=learned(policy)) if policy in ("tspd", "learn2pd") else dict(policy=policy)
+    def pick():   # a learned controller with seeded in-memory weights, or the controller by name
+        return dict(controller=learned(controller)) if controller in ("tspd", "learn2pd") else dict(controller=controller)
 
     kw = dict(gen_length=16, block_length=8, cache=cache, ce=True)
     batch = generate(m, ps, **pick(), **kw)
@@ -73,8 +73,8 @@ def test_egp_under_a_cache_reproduces_vanilla_under_the_same_cache():
     ps = prompts(8, seed=1)
     for cache in ("prefix", "dual"):
         van = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache)
-        egp = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache, policy="egp",
-                       policy_kwargs={"reference": van.token_ids})
+        egp = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache, controller="egp",
+                       controller_kwargs={"reference": van.token_ids})
         assert torch.equal(egp.token_ids, van.token_ids)
 
 

@@ -34,10 +34,10 @@ def test_configs_are_each_methods_default_setting(ct):
     assert list(configs)[0] == ct.BASELINE                 # the speedups' reference is always measured
     assert set(configs) == {ct.BASELINE, ("fast-dllm", True, "dual"), ("credit", True, "dual"), ("tspd", True, "dual")}
     fast = configs[("fast-dllm", True, "dual")]
-    assert (fast.policy, fast.ce, fast.cache, fast.limit, fast.batch_size) == ("fast-dllm", True, "dual", 3, 1)
-    assert fast.policy_kwargs == {} and configs[("tspd", True, "dual")].policy_kwargs == {}   # shipped weights
-    for policy in ("fast-dllm", "credit"):     # "threshold 0.9" is the controllers' own default
-        assert make_controller(policy).threshold == 0.9
+    assert (fast.controller, fast.ce, fast.cache, fast.limit, fast.batch_size) == ("fast-dllm", True, "dual", 3, 1)
+    assert fast.controller_kwargs == {} and configs[("tspd", True, "dual")].controller_kwargs == {}   # shipped weights
+    for controller in ("fast-dllm", "credit"):     # "threshold 0.9" is the controllers' own default
+        assert make_controller(controller).threshold == 0.9
     base = configs[ct.BASELINE]
     assert base == RunConfig(model=TEST_MODEL, limit=3) and base.key == RunConfig(model=TEST_MODEL).key
     assert base.task == "arith"                            # the model's own task
@@ -61,8 +61,8 @@ def result(config: RunConfig, outputs: list[str], timed: bool = True, tps: float
 def test_summary_from_the_rows(ct):
     base = RunConfig(model=TEST_MODEL, limit=2)
     results = {ct.BASELINE: result(base, ["a 7", "b 5"], tps=50.0),
-               ("fast-dllm", False, "none"): result(base.replace(policy="fast-dllm"), ["a 7", "b 6"], timed=False),
-               ("fast-dllm", False, "dual"): result(base.replace(policy="fast-dllm", cache="dual"), ["a 7", "c 6"])}
+               ("fast-dllm", False, "none"): result(base.replace(controller="fast-dllm"), ["a 7", "b 6"], timed=False),
+               ("fast-dllm", False, "dual"): result(base.replace(controller="fast-dllm", cache="dual"), ["a 7", "c 6"])}
     table = ct.table_of(results, 2, {"n": 2})
     van, fast, dual = table["rows"]
     assert table["n"] == 2 and van["key"] == base.key and van["complete"] and van["speedup_tps"] == 1.0
@@ -88,7 +88,7 @@ def test_same_answer_is_the_whole_plan_where_the_task_grades_it(ct):
     plans = [day.format(1, "wash") + day.format(2, "shop") + "#### 2", day.format(1, "wash") + day.format(2, "wash") + "#### 2"]
     spaced = plans[0].replace("will cook", "will  cook")             # spaces normalised: the same plan
     results = {ct.BASELINE: result(base, [plans[0], plans[0]]),
-               ("fast-dllm", False, "none"): result(base.replace(policy="fast-dllm"), [plans[1], spaced])}
+               ("fast-dllm", False, "none"): result(base.replace(controller="fast-dllm"), [plans[1], spaced])}
     fast = ct.table_of(results, 2, {"n": 2})["rows"][1]
     assert fast["same_answer_as_vanilla"] == 0.5 and fast["same_text_as_vanilla"] == 0.0
 

@@ -77,8 +77,8 @@ def test_egp_reproduces_vanilla_in_fewer_forwards():
     ps = prompts(4, seed=5)
     for cache in ("none", "dual"):
         van = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache)
-        egp = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache, policy="egp",
-                       policy_kwargs={"reference": van.token_ids})
+        egp = generate(m, ps, gen_length=GEN, block_length=BLOCK, cache=cache, controller="egp",
+                       controller_kwargs={"reference": van.token_ids})
         assert torch.equal(egp.token_ids, van.token_ids)
         assert egp.nfe < van.nfe
 
@@ -89,7 +89,7 @@ def test_eager_rules_save_forwards():
     van = generate(m, ps, gen_length=GEN, block_length=BLOCK)
     eager = generate(m, ps, gen_length=GEN, block_length=BLOCK, controller=Prophet(thresholds=(0.0, 0.0, 0.0)))
     assert eager.nfe == 1 and (eager.token_ids != MASK).all()              # finishes at the first step
-    credit = generate(m, ps, gen_length=GEN, block_length=BLOCK, policy="credit", threshold=0.3)
+    credit = generate(m, ps, gen_length=GEN, block_length=BLOCK, controller="credit", threshold=0.3)
     assert credit.nfe < van.nfe
 
 
@@ -259,8 +259,8 @@ def test_learned_controllers_load_weights_beside_the_model(tmp_path):
     save_controller(net, dict(kind="tspd", arch="lstm", layers=1, hidden=8, features=list(net.config.features)),
                     tmp_path / "controllers" / "tspd")
     save_controller(seeded_net("learn2pd"), dict(kind="learn2pd", width=32), tmp_path / "controllers" / "learn2pd")
-    for policy in ("tspd", "learn2pd"):
-        out = generate(m, prompts(2), gen_length=16, block_length=8, policy=policy)
+    for controller in ("tspd", "learn2pd"):
+        out = generate(m, prompts(2), gen_length=16, block_length=8, controller=controller)
         assert (out.token_ids != MASK).all()
     t = TSPD(weights=tmp_path / "controllers" / "tspd.safetensors")
     t.bind(m)

@@ -14,9 +14,9 @@ from conftest import TEST_MODEL
 
 @pytest.mark.parametrize("bad, message", [
     (dict(cache="full"), "cache must be one of"),
-    (dict(policy="nope"), "unknown policy"),
-    (dict(policy="vanilla", policy_kwargs={"threshold": 0.9}), "takes no threshold"),
-    (dict(policy="fast-dllm", policy_kwargs={"threshold": 1.5}), r"threshold must be in \(0, 1\]"),
+    (dict(controller="nope"), "unknown controller"),
+    (dict(controller="vanilla", controller_kwargs={"threshold": 0.9}), "takes no threshold"),
+    (dict(controller="fast-dllm", controller_kwargs={"threshold": 1.5}), r"threshold must be in \(0, 1\]"),
     (dict(gen_length=30, block_length=8), "not a multiple of block_length"),
     (dict(gen_length=32, block_length=8, steps=6), "multiple of the number of blocks"),
     (dict(temperature=-1.0), "temperature must be >= 0"),
@@ -28,9 +28,9 @@ def test_bad_settings_fail_on_construction(bad, message):
 
 
 def test_of_replace_and_resolved():
-    base = DecodeConfig.of(policy="fast-dllm", threshold=0.8)
-    assert base.policy_kwargs == {"threshold": 0.8}
-    assert DecodeConfig.of(base, threshold=0.7).policy_kwargs == {"threshold": 0.7}
+    base = DecodeConfig.of(controller="fast-dllm", threshold=0.8)
+    assert base.controller_kwargs == {"threshold": 0.8}
+    assert DecodeConfig.of(base, threshold=0.7).controller_kwargs == {"threshold": 0.7}
     with pytest.raises(UsageError, match="no colour"):
         base.replace(colour="red")
     r = base.resolved(_config_with_window(64, 32))
@@ -48,12 +48,12 @@ def test_equal_decodings_compare_equal():
     assert DecodeConfig(confidence_dtype=torch.float64).confidence_dtype == "float64"
 
 
-def test_policy_and_ce_are_names_plus_settings():
-    """One shape each: the policy by name with policy_kwargs, CE on or off with ce_kwargs."""
+def test_controller_and_ce_are_names_plus_settings():
+    """One shape each: the controller by name with controller_kwargs, CE on or off with ce_kwargs."""
     from tspd.decoding.controllers.prophet import Prophet
     from tspd.decoding.extrapolate import CEConfig
     with pytest.raises(UsageError, match="controller=") as refused:
-        DecodeConfig(policy=Prophet())
+        DecodeConfig(controller=Prophet())
     assert "Prophet" in str(refused.value)
     for not_a_bool in ("yes", CEConfig(H=10), {"H": 10}):   # the settings go in ce_kwargs, never in ce
         with pytest.raises(UsageError, match="ce is True or False \\(its settings go in ce_kwargs\\)"):
@@ -65,17 +65,17 @@ def test_policy_and_ce_are_names_plus_settings():
 def test_a_ready_controller_decodes_through_generate(tiny_model):
     from tspd.decoding.controllers.fast_dllm import FastDLLM
     prompts = [[5, 6, 7, 8], [9, 10, 11, 12]]
-    by_name = generate(tiny_model, prompts, gen_length=16, block_length=8, policy="fast-dllm", threshold=0.5)
+    by_name = generate(tiny_model, prompts, gen_length=16, block_length=8, controller="fast-dllm", threshold=0.5)
     ready = generate(tiny_model, prompts, gen_length=16, block_length=8, controller=FastDLLM(threshold=0.5))
     assert torch.equal(by_name.token_ids, ready.token_ids) and by_name.nfe == ready.nfe
 
 
 def test_generate_takes_the_config_whole_or_as_overrides(tiny_model):
     prompts = [[5, 6, 7, 8], [9, 10, 11, 12]]
-    config = DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": 0.5}, gen_length=16, block_length=8,
+    config = DecodeConfig(controller="fast-dllm", controller_kwargs={"threshold": 0.5}, gen_length=16, block_length=8,
                           cache="dual")
     whole = generate(tiny_model, prompts, config)
-    spelled = generate(tiny_model, prompts, gen_length=16, block_length=8, policy="fast-dllm", threshold=0.5,
+    spelled = generate(tiny_model, prompts, gen_length=16, block_length=8, controller="fast-dllm", threshold=0.5,
                        cache="dual")
     overridden = generate(tiny_model, prompts, config.replace(cache="none"), cache="dual")
     assert torch.equal(whole.token_ids, spelled.token_ids) and whole.nfe == spelled.nfe
@@ -110,14 +110,14 @@ def test_the_options_default_to_the_dataclass():
 
 
 def test_options_become_one_config():
-    got = DecodeConfig.from_args(parse("--policy", "fast-dllm", "--threshold", "0.8", "--policy-arg", "factor=0.5",
+    got = DecodeConfig.from_args(parse("--controller", "fast-dllm", "--threshold", "0.8", "--controller-arg", "factor=0.5",
                                        "--ce", "--ce-arg", "tau=0.5", "--cache", "dual", "--gen-length", "64",
                                        "--block-length", "32", "--temperature", "0.5", "--seed", "3", "--fast"))
-    assert got == DecodeConfig(policy="fast-dllm", policy_kwargs={"factor": 0.5, "threshold": 0.8}, ce=True,
+    assert got == DecodeConfig(controller="fast-dllm", controller_kwargs={"factor": 0.5, "threshold": 0.8}, ce=True,
                                ce_kwargs={"tau": 0.5}, cache="dual", gen_length=64, block_length=32,
                                temperature=0.5, seed=3, fast=True)
     with pytest.raises(UsageError, match="KEY=VALUE"):
-        DecodeConfig.from_args(parse("--policy-arg", "novalue"))
+        DecodeConfig.from_args(parse("--controller-arg", "novalue"))
     with pytest.raises(UsageError, match="with CE off"):
         DecodeConfig.from_args(parse("--no-ce", "--ce-arg", "tau=0.5"))
     assert DecodeConfig.from_args(parse("--ce-arg", "tau=0.5")) == DecodeConfig(ce=True, ce_kwargs={"tau": 0.5})
@@ -130,18 +130,18 @@ def test_every_entry_point_reads_the_same_settings_alike():
     from tspd.book.notebook import base_run
     from tspd.eval.job import RunConfig
     from tspd.eval.lmeval.settings import parse_model_args
-    want = DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": 0.8}, ce=True, ce_kwargs={"tau": 0.5},
+    want = DecodeConfig(controller="fast-dllm", controller_kwargs={"threshold": 0.8}, ce=True, ce_kwargs={"tau": 0.5},
                         cache="dual", gen_length=64, block_length=32, steps=64, temperature=0.0, seed=3)
-    cli = DecodeConfig.from_args(parse("--policy", "fast-dllm", "--threshold", "0.8", "--ce-arg", "tau=0.5",
+    cli = DecodeConfig.from_args(parse("--controller", "fast-dllm", "--threshold", "0.8", "--ce-arg", "tau=0.5",
                                        "--cache", "dual", "--gen-length", "64", "--block-length", "32",
                                        "--steps", "64", "--seed", "3"))
-    lm = parse_model_args("pretrained=tiny-arith,policy=fast-dllm,threshold=0.8,ce.tau=0.5,cache=dual,"
+    lm = parse_model_args("pretrained=tiny-arith,controller=fast-dllm,threshold=0.8,ce.tau=0.5,cache=dual,"
                           "gen_length=64,block_length=32,seed=3").decode
-    text = DecodeConfig.from_mapping({"policy": "fast-dllm", "threshold": "0.8", "ce": "true", "ce_kwargs": '{"tau": 0.5}',
+    text = DecodeConfig.from_mapping({"controller": "fast-dllm", "threshold": "0.8", "ce": "true", "ce_kwargs": '{"tau": 0.5}',
                                       "cache": "dual", "gen_length": "64", "block_length": "32", "steps": "64",
                                       "seed": "3"})
     run = base_run({"model": "tiny-arith", "gen_length": 64, "block_length": 32, "seed": 3},
-                   policy="fast-dllm", threshold=0.8, ce=True, ce_kwargs={"tau": 0.5}, cache="dual")
+                   controller="fast-dllm", threshold=0.8, ce=True, ce_kwargs={"tau": 0.5}, cache="dual")
     stored = RunConfig.from_dict(run.to_dict())
     assert cli == lm == text == run.decode == stored.decode == want
 
@@ -149,7 +149,7 @@ def test_every_entry_point_reads_the_same_settings_alike():
 @pytest.mark.parametrize("settings, words", [
     ({"ce": True, "ce_kwargs": {"tua": 0.5}}, "CE takes no tua"),
     ({"ce": True, "ce_kwargs": {"tau": 2}}, "tau must lie"),
-    ({"policy.threshold": 1.5, "policy": "fast-dllm"}, "threshold must be in (0, 1]"),
+    ({"controller.threshold": 1.5, "controller": "fast-dllm"}, "threshold must be in (0, 1]"),
     ({"threshhold": 0.9}, "unknown settings threshhold"),
     ({"gen_length": "sixty"}, "expected a whole number"),
     ({"fast": "maybe"}, "expected true or false"),
@@ -176,7 +176,7 @@ def test_one_threshold_rule_for_the_config_and_the_controllers():
     from tspd.decoding.controllers.credit import CreditDecoding
     from tspd.decoding.controllers.fast_dllm import FastDLLM
     for bad in (0.0, 1.5):
-        for make in (lambda t: DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": t}),
+        for make in (lambda t: DecodeConfig(controller="fast-dllm", controller_kwargs={"threshold": t}),
                      lambda t: FastDLLM(threshold=t), lambda t: CreditDecoding(threshold=t)):
             with pytest.raises(UsageError, match=r"threshold must be in \(0, 1\]"):
                 make(bad)
@@ -184,9 +184,9 @@ def test_one_threshold_rule_for_the_config_and_the_controllers():
 
 @pytest.mark.parametrize("config", [
     DecodeConfig(),
-    DecodeConfig(policy="tspd", policy_kwargs={"weights": "a dir/tspd", "gate": 0.4}, cache="prefix", gen_length=64,
+    DecodeConfig(controller="tspd", controller_kwargs={"weights": "a dir/tspd", "gate": 0.4}, cache="prefix", gen_length=64,
                  block_length=32, steps=16, confidence_dtype="float64"),
-    DecodeConfig(policy="fast-dllm", policy_kwargs={"threshold": 0.9}, ce=True, ce_kwargs={"tau": 0.4, "H": 10},
+    DecodeConfig(controller="fast-dllm", controller_kwargs={"threshold": 0.9}, ce=True, ce_kwargs={"tau": 0.4, "H": 10},
                  temperature=0.7, seed=1, fast=True),
 ])
 def test_a_config_round_trips_through_its_options(config):
@@ -194,10 +194,10 @@ def test_a_config_round_trips_through_its_options(config):
     assert DecodeConfig.from_args(parse(*decode_options(config))) == config
 
 
-def test_a_command_with_its_own_policy_skips_the_policy_options():
-    from tspd.decoding.config import POLICY_OPTIONS
-    args = parse("--gen-length", "32", "--block-length", "32", skip=POLICY_OPTIONS)
-    assert not hasattr(args, "policy") and DecodeConfig.from_args(args) == DecodeConfig(gen_length=32, block_length=32)
+def test_a_command_with_its_own_controller_skips_the_controller_options():
+    from tspd.decoding.config import CONTROLLER_OPTIONS
+    args = parse("--gen-length", "32", "--block-length", "32", skip=CONTROLLER_OPTIONS)
+    assert not hasattr(args, "controller") and DecodeConfig.from_args(args) == DecodeConfig(gen_length=32, block_length=32)
 
 
 def test_dataclass_options_take_help_and_defaults_from_the_fields():

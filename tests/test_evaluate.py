@@ -163,14 +163,14 @@ def test_fast_flag_reaches_generate(monkeypatch, tmp_path):
 def test_fake_model_rows_stops_and_passthrough(monkeypatch, tmp_path):
     calls = install_fake(gsm8k_answers())
     out = tmp_path / "run.jsonl"
-    assert run_eval(calls.seam, out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--policy", "fast-dllm",
-                    "--policy-arg", "factor=0.5", "--cache", "dual") == 0
+    assert run_eval(calls.seam, out, "--limit", "3", "--batch-size", "2", "--threshold", "0.9", "--controller", "fast-dllm",
+                    "--controller-arg", "factor=0.5", "--cache", "dual") == 0
     assert calls[0] == ("load", "tiny-arith", "cpu", "float32")     # the device's dtype, named
     kwargs = calls[1][2]
-    assert kwargs == {"gen_length": 16, "block_length": 8, "steps": 16, "policy": "fast-dllm", "ce": False,
+    assert kwargs == {"gen_length": 16, "block_length": 8, "steps": 16, "controller": "fast-dllm", "ce": False,
                       "ce_kwargs": {}, "cache": "dual", "temperature": 0.0, "seed": 0,
                       "confidence_dtype": "float32", "fast": False,
-                      "policy_kwargs": {"factor": 0.5, "threshold": 0.9}}
+                      "controller_kwargs": {"factor": 0.5, "threshold": 0.9}}
     assert [len(c[1]) for c in calls[1:]] == [2, 1]
     assert calls[1][1][0] == get_task("gsm8k").prompt(get_task("gsm8k").samples(1)[0])
     rows = read_rows(out)
@@ -299,7 +299,7 @@ def test_a_file_written_twice_over_counts_each_id_once(monkeypatch, tmp_path):
 
 def test_bad_arguments_are_one_line_errors(monkeypatch, tmp_path, capsys):
     calls = install_fake(gsm8k_answers())
-    assert run_eval(calls.seam, tmp_path / "y.jsonl", "--policy-arg", "novalue") == 2
+    assert run_eval(calls.seam, tmp_path / "y.jsonl", "--controller-arg", "novalue") == 2
     assert "KEY=VALUE" in capsys.readouterr().err
     assert run_eval(calls.seam, tmp_path / "y.jsonl", "--batch-size", "0") == 2
     assert cli(["eval", "--task", "humaneval", "--model", "reference", "--data-dir", str(tmp_path),
@@ -482,7 +482,7 @@ def test_an_eval_job_reads_its_config_json_once(monkeypatch, tmp_path):
     monkeypatch.setattr(io, "open", counting_open)
     monkeypatch.setattr(builtins, "open", counting_open)
     out = tmp_path / "once.jsonl"
-    assert cli(["eval", "--task", "arith", "--model", TEST_MODEL, "--limit", "2", "--policy", "fast-dllm",
+    assert cli(["eval", "--task", "arith", "--model", TEST_MODEL, "--limit", "2", "--controller", "fast-dllm",
                 "--threshold", "0.9", "--out", str(out)]) == 0
     assert len(read_rows(out)) == 2
     assert len(reads) == 1 and reads[0].endswith(f"{TEST_MODEL}{os.sep}config.json"), reads

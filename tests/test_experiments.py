@@ -75,7 +75,7 @@ def registry(tmp_path):
 
 def config(**over) -> RunConfig:
     """A run of the fake task; its checkpoint is the embedded model's (opened, never loaded: the seam's model)."""
-    base = dict(model=TEST_MODEL, task="fake", policy="fast-dllm", policy_kwargs={"threshold": 0.7},
+    base = dict(model=TEST_MODEL, task="fake", controller="fast-dllm", controller_kwargs={"threshold": 0.7},
                 gen_length=16, block_length=8, limit=4)
     base.update(over)
     return RunConfig(**base)
@@ -90,9 +90,9 @@ def test_key_is_stable_and_canonical():
     c = config()
     assert len(c.key) == 12 and c.key == config().key
     same = [config(steps=16), config(limit=100), config(limit=None), config(dtype="float32"),
-            config(policy_kwargs={"threshold": 0.7}), config(model=f"{TEST_MODEL}/")]
+            config(controller_kwargs={"threshold": 0.7}), config(model=f"{TEST_MODEL}/")]
     assert {s.key for s in same} == {c.key}
-    different = [config(policy="vanilla", policy_kwargs={}), config(policy_kwargs={"threshold": 0.8}), config(ce=True),
+    different = [config(controller="vanilla", controller_kwargs={}), config(controller_kwargs={"threshold": 0.8}), config(ce=True),
                  config(ce=True, ce_kwargs={"tau": 0.5}), config(cache="dual"), config(gen_length=32),
                  config(seed=1), config(device="cuda"), config(batch_size=2), config(model="other")]
     keys = {d.key for d in different}
@@ -102,15 +102,15 @@ def test_key_is_stable_and_canonical():
     assert RunConfig(model=TEST_MODEL, device="cuda").dtype == "bfloat16"
     assert RunConfig(model=TEST_MODEL).dtype == "float32"
     with pytest.raises(dataclasses_frozen_error()):
-        c.policy = "vanilla"
+        c.controller = "vanilla"
     with pytest.raises(ValueError):
         config(cache="full")
     with pytest.raises(UsageError, match="with CE off"):   # CE settings with CE off: refused, not dropped
         config(ce=False, ce_kwargs={"tau": 0.5})
     with pytest.raises(TypeError):
-        config(policy="tspd", policy_kwargs={"weights": object()})
+        config(controller="tspd", controller_kwargs={"weights": object()})
     with pytest.raises(ValueError, match="takes no threshold"):    # settings are checked once, here
-        config(policy="vanilla")
+        config(controller="vanilla")
 
 
 def test_the_task_defaults_to_the_one_the_model_was_trained_on():
@@ -237,12 +237,12 @@ def job_of_command(command: str):
 
 @pytest.mark.parametrize("changes", [dict(ce=True, ce_kwargs={}, cache="dual", limit=0),
                                      dict(ce=True, ce_kwargs={"tau": 0.5}, seed=3, temperature=0.5, batch_size=2),
-                                     dict(policy="tspd", policy_kwargs={"weights": "a dir/tspd"}, fast=True)])
+                                     dict(controller="tspd", controller_kwargs={"weights": "a dir/tspd"}, fast=True)])
 def test_eval_command_is_the_same_job_as_run(tmp_path, changes, monkeypatch):
     monkeypatch.setattr("tspd.decoding.config.controller_weights", lambda c, p: c)
     c = config(task="arith", **changes)
     cmd = experiments.eval_command(c, tmp_path)
-    assert cmd.startswith(f"python -m tspd eval --task arith --model {TEST_MODEL} --policy ")
+    assert cmd.startswith(f"python -m tspd eval --task arith --model {TEST_MODEL} --controller ")
     assert cmd.endswith(f"--out {tmp_path / (c.key + '.jsonl')}")
     job = job_of_command(cmd)
     assert job.config == c and job.config.key == c.key and job.out == tmp_path / f"{c.key}.jsonl"
@@ -251,7 +251,7 @@ def test_eval_command_is_the_same_job_as_run(tmp_path, changes, monkeypatch):
 
 def test_eval_command_spells_the_settings_as_options():
     cmd = experiments.eval_command(config(ce=True, ce_kwargs={}, cache="dual", device="cuda", limit=0))
-    assert "--policy-arg threshold=0.7" in cmd and "--ce " in cmd and "--limit" not in cmd
+    assert "--controller-arg threshold=0.7" in cmd and "--ce " in cmd and "--limit" not in cmd
     assert "--dtype bfloat16" in cmd and "--seed 0" in cmd
 
 

@@ -160,9 +160,9 @@ def test_the_loop_builds_its_extrapolator_from_the_settings(monkeypatch):
 
     monkeypatch.setattr(loop, "ConfidenceExtrapolator", Spy)
     m = random_model(seed=7, scale=0.8)
-    generate(m, prompts(1), gen_length=16, block_length=8, policy="fast-dllm")
-    generate(m, prompts(1), gen_length=16, block_length=8, policy="fast-dllm", ce=True)
-    generate(m, prompts(1), gen_length=16, block_length=8, policy="fast-dllm", ce=True, ce_kwargs={"tau": 0.4, "H": 10})
+    generate(m, prompts(1), gen_length=16, block_length=8, controller="fast-dllm")
+    generate(m, prompts(1), gen_length=16, block_length=8, controller="fast-dllm", ce=True)
+    generate(m, prompts(1), gen_length=16, block_length=8, controller="fast-dllm", ce=True, ce_kwargs={"tau": 0.4, "H": 10})
     assert built == [CEConfig(), CEConfig(tau=0.4, H=10)]
     with pytest.raises(ValueError, match="signal"):
         generate(m, prompts(1), gen_length=16, block_length=8, ce=True, ce_kwargs={"signal": "entropy"})
@@ -170,7 +170,7 @@ def test_the_loop_builds_its_extrapolator_from_the_settings(monkeypatch):
 
 def test_generate_with_ce_only_lifts_confidence():
     m = random_model(seed=7, scale=0.8)
-    out = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", ce=True, record_trace=True,
+    out = generate(m, prompts(2), gen_length=32, block_length=8, controller="fast-dllm", ce=True, record_trace=True,
                    ce_kwargs={"tau": 0.0, "c_min": 0.5})
     tr = out.trace
     seen = ~tr.seen_conf.isnan()
@@ -181,7 +181,7 @@ def test_generate_with_ce_only_lifts_confidence():
 def test_replay_reproduces_the_decoders_ce_and_calls_before_each_update():
     m = random_model(seed=7, scale=0.8)
     cfg = CEConfig(tau=0.0, c_min=0.5)
-    out = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", ce=True,
+    out = generate(m, prompts(2), gen_length=32, block_length=8, controller="fast-dllm", ce=True,
                    ce_kwargs=dataclasses.asdict(cfg), record_trace=True)
     seen_steps = []
     rep = replay(out.trace, cfg, block_length=8, before=lambda s, sl, stats, masked, ext: seen_steps.append(s))

@@ -125,7 +125,7 @@ def test_torchscript_falls_back_to_the_eager_function(monkeypatch):
 def test_a_decoding_with_ce_is_the_same_scripted_or_eager(monkeypatch):
     model = random_model(seed=3)
     torch.manual_seed(0)
-    config = dict(policy="tspd", policy_kwargs={"net": TSPDNet(TSPDConfig())}, ce=True, cache="dual",
+    config = dict(controller="tspd", controller_kwargs={"net": TSPDNet(TSPDConfig())}, ce=True, cache="dual",
                   gen_length=32, block_length=16, record_trace=True)
     runs = []
     for flag in ("0", "1"):

@@ -28,7 +28,7 @@ def test_fused_projections_give_the_same_logits(tmp_path, kind):
 @pytest.mark.parametrize("cache", ["none", "dual"])
 def test_a_fused_model_decodes_the_same_tokens(cache):
     prompts = [arith.prompt(p) for p in arith.load_split("test", 4)]
-    out = [generate(load_model("tiny-arith", fuse=f), prompts, policy="fast-dllm", threshold=0.9, cache=cache)
+    out = [generate(load_model("tiny-arith", fuse=f), prompts, controller="fast-dllm", threshold=0.9, cache=cache)
            for f in (False, True)]
     assert torch.equal(out[0].token_ids, out[1].token_ids) and out[0].nfe == out[1].nfe
 

@@ -54,14 +54,14 @@ def test_vanilla_runs_fixed_steps_even_when_they_exceed_the_block():
     assert out.nfe == 12 and (out.token_ids != MASK).all()
 
 
-@pytest.mark.parametrize("policy,kw", [("vanilla", {}), ("fast-dllm", {"threshold": 0.5})])
+@pytest.mark.parametrize("controller,kw", [("vanilla", {}), ("fast-dllm", {"threshold": 0.5})])
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
-def test_batch_agrees_with_one_prompt_at_a_time(policy, kw, cache):
+def test_batch_agrees_with_one_prompt_at_a_time(controller, kw, cache):
     m = random_model(seed=7, scale=0.8)
     ps = prompts(4, seed=9)
-    batch = generate(m, ps, gen_length=32, block_length=8, policy=policy, policy_kwargs=kw, cache=cache)
+    batch = generate(m, ps, gen_length=32, block_length=8, controller=controller, controller_kwargs=kw, cache=cache)
     for i, p in enumerate(ps):
-        one = generate(m, [p], gen_length=32, block_length=8, policy=policy, policy_kwargs=kw, cache=cache)
+        one = generate(m, [p], gen_length=32, block_length=8, controller=controller, controller_kwargs=kw, cache=cache)
         assert batch.token_ids[i].tolist() == one.token_ids[0].tolist()
         assert batch.nfe_per_sample[i] == one.nfe
 
@@ -95,8 +95,8 @@ def test_sampling_is_seeded():
     (dict(gen_length=30, block_length=8), "multiple of block_length"),
     (dict(gen_length=32, block_length=8, steps=6), "multiple of the number of blocks"),
     (dict(cache="full"), "cache must be one of"),
-    (dict(policy="nonsense"), "unknown policy"),
-    (dict(policy="fast-dllm", threshold=1.5), "threshold"),
+    (dict(controller="nonsense"), "unknown controller"),
+    (dict(controller="fast-dllm", threshold=1.5), "threshold"),
 ])
 def test_bad_arguments_are_rejected(tiny_model, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -108,9 +108,9 @@ def test_string_prompts_need_a_tokenizer(tiny_model):
         generate(tiny_model, ["hello"])
 
 
-def test_threshold_policy_uses_fewer_forwards_and_stops_per_block():
+def test_threshold_controller_uses_fewer_forwards_and_stops_per_block():
     m = random_model(seed=7, scale=0.8)
-    fast = generate(m, prompts(2), gen_length=32, block_length=8, policy="fast-dllm", threshold=0.3)
+    fast = generate(m, prompts(2), gen_length=32, block_length=8, controller="fast-dllm", threshold=0.3)
     assert fast.nfe < 32 and (fast.token_ids != MASK).all()
     assert all(sum(r) == n for r, n in zip(fast.steps_per_block, fast.nfe_per_sample))
 
@@ -127,13 +127,13 @@ def test_lengths_default_to_the_checkpoints_own():
 
 
 def test_profile_splits_a_step_into_forward_controller_ce_and_the_rest(tiny_model):
-    plain = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9)
+    plain = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, controller="fast-dllm", threshold=0.9)
     assert plain.forward_seconds is None and plain.controller_seconds is None
-    out = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9,
+    out = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, controller="fast-dllm", threshold=0.9,
                    ce=True, profile=True)
     assert out.forward_seconds > 0 and out.controller_seconds > 0 and out.ce_seconds > 0
     assert out.control_seconds >= out.controller_seconds + out.ce_seconds
-    no_ce = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, policy="fast-dllm", threshold=0.9,
+    no_ce = generate(tiny_model, [[5, 6, 7]], gen_length=16, block_length=8, controller="fast-dllm", threshold=0.9,
                      profile=True)
     assert no_ce.ce_seconds == 0.0 and torch.equal(no_ce.token_ids, plain.token_ids)
 

@@ -15,19 +15,19 @@ import tspd
 from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs, step_graphs
 
-POLICIES = [("vanilla", {}, False), ("fast-dllm", {"threshold": 0.5}, False), ("tspd", "net", True),
+CONTROLLERS = [("vanilla", {}, False), ("fast-dllm", {"threshold": 0.5}, False), ("tspd", "net", True),
             ("prophet", {}, False), ("credit", {}, True)]
 
 
-def policy_kwargs(kw):
+def controller_kwargs(kw):
     return {"net": seeded_net("tspd", seed=3)} if kw == "net" else kw
 
 
 @pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
-@pytest.mark.parametrize("policy,kw,ce", POLICIES)
-def test_fast_path_decodes_the_same_tokens(tiny_model, cache, policy, kw, ce):
+@pytest.mark.parametrize("controller,kw,ce", CONTROLLERS)
+def test_fast_path_decodes_the_same_tokens(tiny_model, cache, controller, kw, ce):
     ps = prompts(3)                                             # different lengths: left padding
-    run = dict(gen_length=24, block_length=8, policy=policy, policy_kwargs=policy_kwargs(kw), ce=ce, cache=cache)
+    run = dict(gen_length=24, block_length=8, controller=controller, controller_kwargs=controller_kwargs(kw), ce=ce, cache=cache)
     eager = generate(tiny_model, ps, **run)
     fast = generate(tiny_model, ps, fast=True, **run)
     assert torch.equal(fast.token_ids, eager.token_ids)
@@ -37,7 +37,7 @@ def test_fast_path_decodes_the_same_tokens(tiny_model, cache, policy, kw, ce):
 def test_runner_is_reused_for_one_shape_and_reloads_positions_and_padding(tiny_model):
     a = [[1, 2, 3, 4, 5], [6, 7, 8]]
     b = [[9, 10, 11], [12, 13, 14, 15, 16]]                     # same width, padding on the other row
-    run = dict(gen_length=16, block_length=8, policy="fast-dllm", threshold=0.5, cache="dual")
+    run = dict(gen_length=16, block_length=8, controller="fast-dllm", threshold=0.5, cache="dual")
     generate(tiny_model, a, fast=True, **run)
     runner = tiny_model.graphs
     fast_b = generate(tiny_model, b, fast=True, **run)
@@ -51,7 +51,7 @@ def test_runner_is_reused_for_one_shape_and_reloads_positions_and_padding(tiny_m
 def test_runner_forwards_each_window_from_static_buffers(tiny_model):
     model, spy = spied(tiny_model)
     ps = prompts(2)
-    generate(model, ps, gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
+    generate(model, ps, gen_length=16, block_length=8, controller="vanilla", cache="dual", fast=True)
     runner = model.graphs
     P = runner.key[1] - 16
     windows = [(c["offset"], c["offset"] + c["ids"].shape[1]) for c in spy.calls]
@@ -66,7 +66,7 @@ def test_dream_backbone_fast_path_matches(tmp_path):
     model = tspd.load_model(dream_checkpoint(tmp_path))
     ps = prompts(2, seed=7, hi=9)
     for cache in ("prefix", "dual"):
-        run = dict(gen_length=16, block_length=8, policy="fast-dllm", threshold=0.6, cache=cache)
+        run = dict(gen_length=16, block_length=8, controller="fast-dllm", threshold=0.6, cache=cache)
         assert torch.equal(generate(model, ps, fast=True, **run).token_ids, generate(model, ps, **run).token_ids)
 
 
@@ -74,7 +74,7 @@ def test_moe_backbone_runs_the_static_path_but_is_never_captured(tmp_path):
     from test_backbones import moe_checkpoint
     model = tspd.load_model(moe_checkpoint(tmp_path))
     ps = prompts(2, seed=8, hi=9)
-    run = dict(gen_length=16, block_length=8, policy="fast-dllm", threshold=0.6, cache="dual")
+    run = dict(gen_length=16, block_length=8, controller="fast-dllm", threshold=0.6, cache="dual")
     assert torch.equal(generate(model, ps, fast=True, **run).token_ids, generate(model, ps, **run).token_ids)
     assert model.graphs.capture is False
     with pytest.raises(ValueError, match="synchronises"):
@@ -93,7 +93,7 @@ def test_bad_use_is_refused():
 
 
 def test_the_runner_is_kept_by_the_loaded_model_and_never_on_the_network(tiny_model):
-    run = dict(gen_length=16, block_length=8, policy="vanilla", cache="dual", fast=True)
+    run = dict(gen_length=16, block_length=8, controller="vanilla", cache="dual", fast=True)
     generate(tiny_model, prompts(2), **run)
     assert isinstance(tiny_model.graphs, StepGraphs) and "graphs" not in vars(tiny_model.module)
     assert not any(isinstance(v, StepGraphs) for v in vars(tiny_model.module).values())

@@ -39,10 +39,10 @@ N = 12                                # arith test problems decoded by both harn
 
 CONFIGS = {   # name -> (--model_args, python -m tspd eval options, batch size)
     "vanilla": ({"pretrained": "tiny-arith"}, [], 1),
-    "fast-dllm": ({"pretrained": "tiny-arith", "policy": "fast-dllm", "threshold": 0.9},
-                  ["--policy", "fast-dllm", "--threshold", "0.9"], 1),
-    "fast-dllm-batch4": ({"pretrained": "tiny-arith", "policy": "fast-dllm", "threshold": 0.9},
-                         ["--policy", "fast-dllm", "--threshold", "0.9"], 4),
+    "fast-dllm": ({"pretrained": "tiny-arith", "controller": "fast-dllm", "threshold": 0.9},
+                  ["--controller", "fast-dllm", "--threshold", "0.9"], 1),
+    "fast-dllm-batch4": ({"pretrained": "tiny-arith", "controller": "fast-dllm", "threshold": 0.9},
+                         ["--controller", "fast-dllm", "--threshold", "0.9"], 4),
 }
 
 
@@ -94,8 +94,8 @@ def test_speed_and_decoding_are_recorded(runs):
                for s in samples)
     assert results["results"]["tspd_arith"]["tokens_per_second,none"] > 0
     info = results["config"]["tspd"]
-    assert info["decode_config"]["policy"] == "fast-dllm"
-    assert info["decode_config"]["policy_kwargs"] == {"threshold": 0.9}
+    assert info["decode_config"]["controller"] == "fast-dllm"
+    assert info["decode_config"]["controller_kwargs"] == {"threshold": 0.9}
     assert (info["decode_config"]["gen_length"], info["decode_config"]["block_length"]) == (64, 32)
     assert info["batch_size"] == 4
     gen = info["generate_until"]
@@ -111,7 +111,7 @@ def test_stock_lm_eval_runs_the_task_named_by_its_yaml(tmp_path):
     utils.py, which registers ``--model tspd`` before lm-eval looks the model up (no --device: CPU)."""
     yaml = TASKS_DIR / "tspd_arith" / "tspd_arith.yaml"
     cmd = [sys.executable, "-m", "lm_eval", "--model", "tspd", "--model_args",
-           "pretrained=tiny-arith,policy=fast-dllm,threshold=0.9", "--tasks", str(yaml), "--limit", "3",
+           "pretrained=tiny-arith,controller=fast-dllm,threshold=0.9", "--tasks", str(yaml), "--limit", "3",
            "--output_path", str(tmp_path), "--log_samples"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=600,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -199,38 +199,41 @@ def test_loglikelihood_rolling_is_refused_in_one_line(lm):
 # --model_args
 # --------------------------------------------------------------------------------------------
 def test_model_args_build_one_decode_config():
-    s = parse_model_args("pretrained=tiny-arith,policy=fast-dllm,threshold=0.9,ce=true,ce.tau=0.5,cache=dual,"
+    s = parse_model_args("pretrained=tiny-arith,controller=fast-dllm,threshold=0.9,ce=true,ce.tau=0.5,cache=dual,"
                          "gen_length=64,block_length=16,steps=32", device="cuda:0", batch_size=2)
     d = s.decode
-    assert (d.policy, d.policy_kwargs, d.ce, d.ce_kwargs, d.cache) == ("fast-dllm", {"threshold": 0.9}, True,
+    assert (d.controller, d.controller_kwargs, d.ce, d.ce_kwargs, d.cache) == ("fast-dllm", {"threshold": 0.9}, True,
                                                                       {"tau": 0.5}, "dual")
     assert (d.gen_length, d.block_length, d.steps, s.batch_size) == (64, 16, 32, 2)
     assert s.device == ("cuda:0" if torch.cuda.is_available() else "cpu")   # lm-eval's default device
     assert s.eos_fill is True and s.chat == "off"
-    own = parse_model_args({"pretrained": "tiny-arith", "policy": "tspd", "eos_fill": False})
+    own = parse_model_args({"pretrained": "tiny-arith", "controller": "tspd", "eos_fill": False})
     assert (own.decode.gen_length, own.decode.block_length, own.decode.steps) == (64, 32, 64)
-    assert own.decode.policy_kwargs == {} and own.eos_fill is False
-    prophet = parse_model_args('{"pretrained": "tiny-arith", "policy": "prophet", '
-                               '"policy_kwargs": {"thresholds": [6.0, 4.0, 2.0]}}')
-    assert prophet.decode.policy_kwargs == {"thresholds": [6.0, 4.0, 2.0]}
+    assert own.decode.controller_kwargs == {} and own.eos_fill is False
+    prophet = parse_model_args('{"pretrained": "tiny-arith", "controller": "prophet", '
+                               '"controller_kwargs": {"thresholds": [6.0, 4.0, 2.0]}}')
+    assert prophet.decode.controller_kwargs == {"thresholds": [6.0, 4.0, 2.0]}
     assert own.checkpoint is not None and own.checkpoint.path.name == "tiny-arith"   # opened once, loaded from
 
 
 def test_controller_is_not_a_model_args_key():
-    """The controller's weights are ``controller_weights=``; ``controller=`` is an unknown key, refused."""
+    """The controller's weights are ``controller_weights=``; ``controller=`` names the controller, so a weights name
+    there is an unknown controller; the old key ``policy=`` is refused with its new name."""
     with pytest.warns(UserWarning, match="trained on the embedded"):
-        new = parse_model_args("pretrained=tiny-arith,policy=tspd,controller_weights=tiny-arith")
-    assert new.decode.policy_kwargs["weights"].endswith("controllers")
+        new = parse_model_args("pretrained=tiny-arith,controller=tspd,controller_weights=tiny-arith")
+    assert new.decode.controller_kwargs["weights"].endswith("controllers")
     from tspd.validate import UsageError
-    with pytest.raises(UsageError, match="unknown --model_args controller for"):
-        parse_model_args("pretrained=tiny-arith,policy=tspd,controller=tiny-arith")
+    with pytest.raises(UsageError, match="unknown controller 'tiny-arith'"):
+        parse_model_args("pretrained=tiny-arith,controller=tiny-arith")
+    with pytest.raises(UsageError, match="policy is now called controller"):
+        parse_model_args("pretrained=tiny-arith,policy=tspd")
 
 
 @pytest.mark.parametrize("model_args, words", [
-    ("pretrained=tiny-arith,policy=nope", "unknown policy 'nope'"),
+    ("pretrained=tiny-arith,controller=nope", "unknown controller 'nope'"),
     ("pretrained=tiny-arith,threshhold=0.9", "unknown --model_args threshhold"),
     ("pretrained=tiny-arith,threshold=0.9", "fast-dllm"),                       # vanilla takes no threshold
-    ("pretrained=tiny-arith,policy=fast-dllm,threshold=1.5", "threshold must be in (0, 1]"),
+    ("pretrained=tiny-arith,controller=fast-dllm,threshold=1.5", "threshold must be in (0, 1]"),
     ("pretrained=tiny-arith,gen_length=50", "not a multiple of block_length"),
     ("pretrained=/no/such/checkpoint", "no model directory"),
     ("pretrained=tiny-arith,cache=full", "cache must be one of"),

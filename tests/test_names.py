@@ -1,4 +1,4 @@
-"""One name per decoding (issue 52, item 2): :mod:`tspd.decoding.names` spells every (policy, CE, cache)
+"""One name per decoding (issue 52, item 2): :mod:`tspd.decoding.names` spells every (controller, CE, cache)
 setting that a table, bench file, record or figure shows, each stored spelling is what it makes, and no
 other module builds a decoding's name or splits one to recover the settings."""
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _json(path: Path) -> dict:
 
 # ---- the names ------------------------------------------------------------------------------------
 def test_each_register_names_one_decoding():
-    ours = DecodeConfig(policy="tspd", ce=True, cache="dual")
+    ours = DecodeConfig(controller="tspd", ce=True, cache="dual")
     assert (ours.label, ours.slug(), ours.slug("_"), ours.slug("|")) == (
         "TSPD + CE / dual", "tspd+ce/dual", "tspd_ce_dual", "tspd|ce=on|cache=dual")
     assert (display_name("vanilla"), display_name("fast-dllm", cache="none"), display_name("credit", True)) == (
@@ -47,7 +47,7 @@ def test_each_register_names_one_decoding():
     assert slug("vanilla", False, "none", sep="|") == "vanilla|ce=off|cache=none"
     with pytest.raises(ValueError, match="separator"):
         slug("tspd", True, sep="-")
-    run = RunConfig(model="m", task="arith", decode=DecodeConfig(policy="fast-dllm", ce=True, cache="dual", gen_length=128,
+    run = RunConfig(model="m", task="arith", decode=DecodeConfig(controller="fast-dllm", ce=True, cache="dual", gen_length=128,
                                                                   block_length=32))
     assert run.label == "arith/fast-dllm+ce/dual/L128"
 
@@ -72,7 +72,7 @@ def test_bench_loop_files(path):
 @pytest.mark.parametrize("path", sorted((ROOT / "results" / "gpu").glob("*.json")), ids=lambda p: p.name)
 def test_bench_step_files(path):
     stored = _json(path)
-    assert [slug(*d) for d in TIMED] == ["vanilla", "fast-dllm", "tspd+ce"]   # --policies' default, as run
+    assert [slug(*d) for d in TIMED] == ["vanilla", "fast-dllm", "tspd+ce"]   # --controllers' default, as run
     for row in stored["rows"]:
         for part in ("generate", "parity"):
             entries = row.get(part, {})
@@ -118,7 +118,7 @@ def test_pareto_record():
 # parts, a regime row's name
 SPELLINGS = re.compile(r"\+ce|^\s*\+ ?CE\s*$|\|ce=|\|cache=|tspd_ce|\w_ce_(none|prefix|dual)")
 # what a name would be split at (``tspd+ce/dual``, ``TSPD + CE / dual``), or matched by: a CE mark, a cache part,
-# a policy's slug before its cache (``vanilla/``)
+# a controller's slug before its cache (``vanilla/``)
 SPLITTERS, SPLIT_AT = {"split", "rsplit", "partition", "rpartition"}, re.compile(r"[/+]")
 AFFIXES, AFFIX = {"removesuffix", "removeprefix", "endswith", "startswith"}, re.compile(
     r"\+|\s/\s|[/_|](none|prefix|dual)\b|^[a-z0-9-]+/$")
@@ -148,7 +148,7 @@ def name_handling(source: str) -> list[str]:
 
 def _sources() -> dict[str, str]:
     """Every module of the package but the owner (the zoo holds no code), the scripts, the notebooks' code (not
-    their parameter cells: values a reader passes on, such as bench-step's ``--policies`` names)."""
+    their parameter cells: values a reader passes on, such as bench-step's ``--controllers`` names)."""
     out = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "tspd").rglob("*.py")) if p != OWNER}
     out.update({str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "scripts").rglob("*.py"))})
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -183,3 +183,23 @@ def test_the_check_lets_prose_and_other_strings_be():
     return args.tspd_ce, args.batch.split(","), REGISTRY["x"].split(":"), "--tspd-ce"
 '''
     assert name_handling(fine) == []
+
+
+def test_the_controller_is_called_controller_in_code_and_on_the_command_line():
+    """Issue 68, step 5: one word for the thing that decides what a step commits. No name in the package says
+    "policy" (stored records keep the key's old spelling, as string keys), and no command takes --policy."""
+    import io
+    import tokenize
+    import argparse
+    import importlib
+    from tspd import cli
+    names = {(str(p.relative_to(ROOT)), t.string) for p in (ROOT / "tspd").rglob("*.py")
+             for t in tokenize.generate_tokens(io.StringIO(p.read_text()).readline)
+             if t.type == tokenize.NAME and "polic" in t.string.lower()}
+    assert names == set()
+    for command, (module, _) in cli.COMMANDS.items():
+        parser = argparse.ArgumentParser()
+        importlib.import_module(module).add_arguments(parser)
+        options = {o for a in parser._actions for o in a.option_strings}
+        assert not {o for o in options if "polic" in o}, command
+        assert "--controller" in options or command not in ("generate", "eval", "collect-traces"), command

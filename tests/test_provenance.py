@@ -46,14 +46,14 @@ def test_runs_with_repository_paths_have_the_same_key_in_every_clone(tmp_path, m
         weights = str(root / "results" / "variants" / "tspd-0123")
         assert provenance.portable({"weights": weights, "n": 3}) == {"weights": "<repo>/results/variants/tspd-0123",
                                                                      "n": 3}
-        keys.append(RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": weights}, gen_length=64,
+        keys.append(RunConfig(model=TEST_MODEL, controller="tspd", controller_kwargs={"weights": weights}, gen_length=64,
                               block_length=32).key)
     assert keys[0] == keys[1]
-    elsewhere = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": "/elsewhere/tspd-0123"},
+    elsewhere = RunConfig(model=TEST_MODEL, controller="tspd", controller_kwargs={"weights": "/elsewhere/tspd-0123"},
                           gen_length=64, block_length=32)
     assert provenance.portable({"weights": "/elsewhere/tspd-0123"}) == {"weights": "/elsewhere/tspd-0123"}
     assert elsewhere.key != keys[0]
     assert provenance.local(provenance.portable({"weights": weights})) == {"weights": weights}
-    stored = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": "<repo>/results/variants/tspd-0123"},
+    stored = RunConfig(model=TEST_MODEL, controller="tspd", controller_kwargs={"weights": "<repo>/results/variants/tspd-0123"},
                        gen_length=64, block_length=32)
-    assert stored.policy_kwargs == {"weights": weights} and stored.key == keys[1]
+    assert stored.controller_kwargs == {"weights": weights} and stored.key == keys[1]

@@ -116,12 +116,12 @@ def test_the_cache_agreement(tmp_path):
     previous book model's, which the README then names."""
     result = cache_agreement.load()
     staging = REPO_ROOT / "results" / "staging" / DEFAULT_MODEL / cache_agreement.samples_path().name
-    assert result.n == 500 and set(result.by_policy()) == {"vanilla", "fast-dllm"}
+    assert result.n == 500 and set(result.by_controller()) == {"vanilla", "fast-dllm"}
     assert result.model == DEFAULT_MODEL or staging.exists(), f"{cache_agreement.PATH} is {result.model}'s"
     if result.model != DEFAULT_MODEL:
         assert f"still `{result.model}`'s" in (REPO_ROOT / "book" / "controllers.md").read_text()
     samples = cache_agreement.load_samples()
-    assert {r["policy"] for r in samples} == set(result.by_policy()) and len(samples) >= sum(r["n"] for r in result.rows)
+    assert {r["policy"] for r in samples} == set(result.by_controller()) and len(samples) >= sum(r["n"] for r in result.rows)
     same_bytes(cache_agreement.PATH, lambda: cache_agreement.save(cache_agreement.load_dict(), tmp_path / "c.json"))
 
 

@@ -10,7 +10,7 @@ def test_the_decodings_cover_tpf_the_fixed_schedule_each_cache_and_the_longer_wi
     got = {name: (d, long) for name, d, long in decodings(RegimeConfig(long_windows=(512,)), 256, 32)}
     assert set(got) == {"vanilla", "fast", "fixed2", "fixed4", "fixed8", "block_step", "vanilla_prefix", "fast_prefix",
                         "vanilla_dual", "fast_dual", "vanilla_512"}
-    assert got["fast"][0].policy == "fast-dllm" and got["fast"][0].policy_kwargs == {"threshold": 0.9}
+    assert got["fast"][0].controller == "fast-dllm" and got["fast"][0].controller_kwargs == {"threshold": 0.9}
     assert got["fixed4"][0].steps == 64 and got["fixed8"][0].steps == 32 and got["vanilla_dual"][0].cache == "dual"
     assert got["block_step"][0].steps == 8 and got["block_step"][0].block_length == 32   # one step per block
     assert got["vanilla_512"][0].gen_length == 512 and got["vanilla_512"][1] and not got["vanilla"][1]

@@ -16,7 +16,7 @@ from conftest import TEST_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL = ["-m", "tspd", "eval", "--task", "arith", "--model", TEST_MODEL, "--limit", "6", "--gen-length", "64",
-        "--block-length", "32", "--policy", "fast-dllm", "--threshold", "0.7", "--batch-size", "2"]
+        "--block-length", "32", "--controller", "fast-dllm", "--threshold", "0.7", "--batch-size", "2"]
 
 
 def _free_port() -> int:

@@ -39,7 +39,7 @@ def _metas(directory=RUNS) -> list[dict]:
 
 
 def picked_runs(k: int = 5) -> list[dict]:
-    """Up to ``k`` committed embedded-model runs with distinct (policy, CE, cache), vanilla first, each the
+    """Up to ``k`` committed embedded-model runs with distinct (controller, CE, cache), vanilla first, each the
     shortest window's of its kind (a longer window checks nothing more, at twice the cost or more)."""
     seen, out = set(), []
     metas = _metas()

@@ -52,7 +52,7 @@ def test_cache_agreement_rows_are_reproduced():
     name = agreement_record.load().model   # the model it was measured on
     model, task = get_model(name, "cpu", None), trained_task(name)
     for p in task.load_split("test", 2):
-        for new in agreement.rows_for(model, task, p, "fast-dllm", agreement.POLICIES["fast-dllm"]):
+        for new in agreement.rows_for(model, task, p, "fast-dllm", agreement.CONTROLLERS["fast-dllm"]):
             old = rows[(new["policy"], new["cache"], new["id"])]
             assert {k: v for k, v in new.items() if k != "parting"} == {k: v for k, v in old.items() if k != "parting"}
             assert (new["parting"] is None) == (old["parting"] is None)

@@ -60,9 +60,9 @@ def test_runs_of_moved_controller_weights_are_named_by_their_new_path(tmp_path):
     from tspd.eval.job import EvalJob, RunConfig
     from tspd.records.rows import config_id
     staged, moved = "<repo>/results/staging/m/runs/variants/", "<repo>/results/variants/"
-    run = RunConfig(model=TEST_MODEL, policy="tspd", policy_kwargs={"weights": staged + "tspd-1"}, limit=2)
-    plain = RunConfig(model=TEST_MODEL, policy="fast-dllm")
-    want = run.replace(policy_kwargs={"weights": moved + "tspd-1"})
+    run = RunConfig(model=TEST_MODEL, controller="tspd", controller_kwargs={"weights": staged + "tspd-1"}, limit=2)
+    plain = RunConfig(model=TEST_MODEL, controller="fast-dllm")
+    want = run.replace(controller_kwargs={"weights": moved + "tspd-1"})
     for config in (run, plain):
         rows = [{"id": f"p{i}", "output": "x", "config": config_id(EvalJob(config, "x").row_config())} for i in (0, 1)]
         fill(tmp_path, {f"{config.key}.json": json.dumps({"key": config.key, "config": config.keyed()}),

@@ -48,7 +48,7 @@ def test_trace_file_layout(model, traces):
 
 def test_labels_are_argmax_equals_final_token(model):
     ps = prompts(2, seed=4)
-    data = collect(model, ps, WINDOW.replace(ce=False), policy="vanilla", progress=False)
+    data = collect(model, ps, WINDOW.replace(ce=False), controller="vanilla", progress=False)
     final = generate(model, ps, gen_length=GEN, block_length=BLOCK).token_ids
     steps = GEN // (GEN // BLOCK)                                  # vanilla: 8 steps per block, 1 token each
     assert data["features"].shape[0] == 2 * GEN // BLOCK * steps
@@ -63,9 +63,9 @@ def test_labels_are_argmax_equals_final_token(model):
     assert torch.equal(f["ce_conf"], f["conf"]) and (f["u"] == 0).all()   # CE off
 
 
-def test_mixed_policy_alternates_batches(model):
+def test_mixed_controller_alternates_batches(model):
     data = collect(model, prompts(4, seed=5), DecodeConfig(gen_length=16, block_length=8), batch_size=2,
-                   policy="mixed", progress=False)
+                   controller="mixed", progress=False)
     assert data["meta"]["egp_rows"] == 2 and data["meta"]["rows"] == 4
 
 
@@ -87,7 +87,7 @@ def test_train_controller_cli_smoke(model, traces, tmp_path, kind):
     # the trained controller loads beside the model and decodes
     model.path = tmp_path / "zoo"
     try:
-        out = generate(model, prompts(2), gen_length=GEN, block_length=BLOCK, policy=kind, ce=True)
+        out = generate(model, prompts(2), gen_length=GEN, block_length=BLOCK, controller=kind, ce=True)
     finally:
         model.path = None
     assert (out.token_ids != MASK).all()
@@ -137,11 +137,11 @@ def test_training_leaves_torchs_global_random_state_alone(traces):
 
 
 def test_collect_traces_command_collects_with_the_oracle(tmp_path, capsys):
-    """`collect-traces --policy egp` (what scripts/train_controllers.sh runs): its --policy is the
-    collection policy, not a decoding policy for the decode settings to refuse; without --prompts, the
+    """`collect-traces --controller egp` (what scripts/train_controllers.sh runs): its --controller is the
+    collection policy, not a decoding controller for the decode settings to refuse; without --prompts, the
     prompts are the traces split of the task the model was trained on."""
     out = tmp_path / "t.pt"
-    assert cli(["collect-traces", "--model", TEST_MODEL, "--n", "2", "--policy", "egp",
+    assert cli(["collect-traces", "--model", TEST_MODEL, "--n", "2", "--controller", "egp",
                 "--batch-size", "2", "--threads", "1", "--out", str(out)]) == 0, capsys.readouterr().err
     meta = load_traces(str(out))["meta"]
     assert meta["egp_rows"] == 2 and meta["prompt_source"] == own_traces(TEST_MODEL) == "arith-traces"

@@ -59,7 +59,7 @@ def test_a_trained_checkpoint_decodes_with_each_cache(trained, cache):
     out, _, _ = trained
     model = load_model(str(out))
     problem = arith.load_split("test", 1)[0]
-    gen = generate(model, [arith.prompt(problem)], gen_length=64, block_length=32, cache=cache, policy="fast-dllm",
+    gen = generate(model, [arith.prompt(problem)], gen_length=64, block_length=32, cache=cache, controller="fast-dllm",
                    threshold=0.9)
     assert gen.token_ids.shape == (1, 64) and not bool((gen.token_ids == model.special.mask).any())
 

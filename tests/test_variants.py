@@ -23,7 +23,7 @@ def sets():
     ps = prompts(6, seed=3)
     window = COLLECT.replace(gen_length=GEN, block_length=BLOCK)
     egp = collect(model, ps, window, batch_size=3, progress=False)
-    van = collect(model, ps, window, batch_size=3, policy="vanilla", progress=False)
+    van = collect(model, ps, window, batch_size=3, controller="vanilla", progress=False)
     return egp, van
 
 
@@ -43,7 +43,7 @@ def test_subset_keeps_exactly_the_chosen_prompts(sets):
         variants.subset(egp, [99])
 
 
-def test_mix_takes_the_first_half_from_one_policy_and_the_rest_from_the_other(sets):
+def test_mix_takes_the_first_half_from_one_controller_and_the_rest_from_the_other(sets):
     egp, van = sets
     mixed = variants.mix(egp, van)
     assert sorted(set(mixed["prompt_index"].tolist())) == list(range(6))
@@ -76,7 +76,7 @@ def test_controller_is_trained_once_per_traces_and_config(sets, tmp_path):
 
 def test_trace_spec_validates_and_keys_ignore_the_batch_size():
     with pytest.raises(ValueError):
-        variants.TraceSpec(model=TEST_MODEL, policy="greedy")
+        variants.TraceSpec(model=TEST_MODEL, controller="greedy")
     with pytest.raises(ValueError):
         variants.TraceSpec(model=TEST_MODEL, n=1)
     spec = variants.TraceSpec(model=TEST_MODEL)
@@ -98,11 +98,11 @@ def test_pareto_front_keeps_the_undominated_points():
 
 
 def test_method_config_applies_the_papers_row_settings():
-    base = RunConfig(model=TEST_MODEL, limit=4, policy="prophet", cache="prefix")
+    base = RunConfig(model=TEST_MODEL, limit=4, controller="prophet", cache="prefix")
     ours = book.method_config(base, "Ours")
-    assert (ours.policy, ours.ce, ours.cache, ours.limit) == ("tspd", True, "dual", 4)
+    assert (ours.controller, ours.ce, ours.cache, ours.limit) == ("tspd", True, "dual", 4)
     vanilla = book.method_config(base, "Vanilla")
-    assert (vanilla.policy, vanilla.ce, vanilla.cache) == ("vanilla", False, "none")
+    assert (vanilla.controller, vanilla.ce, vanilla.cache) == ("vanilla", False, "none")
     with pytest.raises(ValueError):
         book.method_config(base, "Nope")
     rows = book.paper_rows("table1", task="gsm8k")

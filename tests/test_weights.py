@@ -37,7 +37,7 @@ def test_the_default_stem_is_beside_the_model(tmp_path):
         weights.controller_stem(LoadedModel(nn.Linear(1, 1)), "tspd")     # a model of no directory
 
 
-def test_learned_policies_are_checked_before_any_weights_load(tmp_path):
+def test_learned_controllers_are_checked_before_any_weights_load(tmp_path):
     weights.check_controller_files("tiny-arith", "tspd")             # shipped with the embedded model
     weights.check_controller_files(str(tmp_path), "vanilla")         # nothing to check
     with pytest.raises(UsageError, match="collect-traces .* train-controller"):
@@ -50,5 +50,5 @@ def test_controller_option_borrows_an_embedded_models_controller_with_a_warning(
     with pytest.warns(UserWarning, match="trained on the embedded model"):
         assert weights.controller_weights("tiny-arith", "tspd").endswith("tiny-arith/controllers")
     assert weights.controller_weights(str(tmp_path), "learn2pd") == str(tmp_path)
-    with pytest.raises(UsageError, match="learned policies"):
+    with pytest.raises(UsageError, match="learned controllers"):
         weights.controller_weights("tiny-arith", "fast-dllm")

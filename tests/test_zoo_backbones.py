@@ -60,7 +60,7 @@ def test_a_cached_window_gives_the_full_forwards_rows(zoo, mode):
 def test_the_fast_path_decodes_the_eager_loops_tokens(zoo, cache):
     """The static-buffer path (CUDA graphs on a GPU where the backbone allows them; eager replay on a CPU)."""
     _, model, questions = zoo
-    run = dict(policy="fast-dllm", threshold=0.9, cache=cache)
+    run = dict(controller="fast-dllm", threshold=0.9, cache=cache)
     eager, fast = generate(model, questions, **run), generate(model, questions, fast=True, **run)
     assert torch.equal(fast.token_ids, eager.token_ids) and fast.nfe == eager.nfe
 

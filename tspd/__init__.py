@@ -1,7 +1,7 @@
 """tspd: Temporal-Spatial Parallel Decoding and Confidence Extrapolation for diffusion LLMs.
 
     model = tspd.load_model("tiny-arith")            # or a local LLaDA-8B-Instruct directory
-    config = tspd.DecodeConfig(policy="tspd", ce=True, cache="dual")   # the checkpoint's own window
+    config = tspd.DecodeConfig(controller="tspd", ce=True, cache="dual")   # the checkpoint's own window
     out = tspd.generate(model, ["..."], config)          # or keyword overrides: tspd.generate(model, p, cache="dual")
 """
 from tspd.models.config import LLaDAConfig

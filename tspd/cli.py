@@ -20,7 +20,7 @@ COMMANDS = {
     "train-controller": ("tspd.commands.train_controller", "stage 2: train the TSPD / Learn2PD controller"),
     "bench-step": ("tspd.commands.bench_step", "time decoding steps against the roofline"),
     "bench-forward": ("tspd.commands.bench_forward", "where a full forward's time goes: kernels by kind, each speed lever"),
-    "bench-loop": ("tspd.commands.bench_loop", "time the loop's work beyond its forwards, per policy, CE and cache"),
+    "bench-loop": ("tspd.commands.bench_loop", "time the loop's work beyond its forwards, per controller, CE and cache"),
     "regime": ("tspd.commands.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
     "dynamics": ("tspd.commands.dynamics", "a train-lm checkpoint's token-trace dynamics: the middle TSPD and CE read"),
     "controller-table": ("tspd.commands.controller_table", "the controller table (book/controllers.md): every controller, CE and cache"),
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     for name, (module, help_text) in COMMANDS.items():
-        # options are spelt whole: a prefix (--controller for --controller-weights) is an unknown option
+        # options are spelt whole: a prefix (--controller-w for --controller-weights) is an unknown option
         p = sub.add_parser(name, help=help_text, description=help_text,
                            formatter_class=HelpFormatter, allow_abbrev=False)
         if name == chosen:

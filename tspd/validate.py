@@ -1,7 +1,7 @@
 """Argument checks shared by :func:`tspd.decoding.loop.generate`, the command line and the notebooks.
 
 This module is the bottom of the package: it imports nothing of ``tspd`` (checks that need a
-registry live beside it: :func:`tspd.decoding.controllers.check_policy`,
+registry live beside it: :func:`tspd.decoding.controllers.check_controller`,
 :func:`tspd.decoding.controllers.weights.check_controller_files`).
 
 Every check runs before any weights load and raises :class:`UsageError` with one line that names the

@@ -3,7 +3,7 @@
 
 Section 5.4 prices the controller and CE as a fraction of one forward. This measures the whole loop
 that way on a real checkpoint (the embedded model by default) and its own task's held-out prompts, at
-batch 1, for each policy, with and without CE, and for each cache:
+batch 1, for each controller, with and without CE, and for each cache:
 
 1. an untimed decoding of each prompt records the forwards the loop ran (each window, its cache use);
 2. then, prompt by prompt and repetition by repetition, the whole ``generate`` call is timed and so is
@@ -42,7 +42,7 @@ from tspd.models.loading import LoadedModel, load_model, task_spec
 from tspd.provenance import device_name, git_revision
 from tspd.validate import CACHE_MODES, UsageError
 
-# what the loop may spend beyond its forwards, as a fraction of a forward, per (policy, CE), on the embedded model
+# what the loop may spend beyond its forwards, as a fraction of a forward, per (controller, CE), on the embedded model
 # (CPU, 1 thread, batch 1); a results file stores them as its "targets", a row as its "target"
 OVERHEAD_BUDGETS = {("vanilla", False): 0.05, ("fast-dllm", False): 0.05, ("tspd", True): 0.15}
 
@@ -87,11 +87,11 @@ def prompts(model: LoadedModel, n: int, length: int, seed: int = 0) -> tuple[lis
     return [torch.randint(0, hi, (length,), generator=g).tolist() for _ in range(n)], f"{n} random prompts of {length} ids"
 
 
-def policy_kwargs(model: LoadedModel, policy: str, threshold: float) -> tuple[dict, str | None]:
-    """A policy's settings for the bench, and a note where its controller is a stand-in."""
-    if policy == "fast-dllm":
+def controller_kwargs(model: LoadedModel, controller: str, threshold: float) -> tuple[dict, str | None]:
+    """A controller's settings for the bench, and a note where its controller is a stand-in."""
+    if controller == "fast-dllm":
         return {"threshold": threshold}, None
-    if policy == "tspd" and not (model.path and (Path(model.path) / "controllers" / "tspd.json").is_file()):
+    if controller == "tspd" and not (model.path and (Path(model.path) / "controllers" / "tspd.json").is_file()):
         from tspd.decoding.controllers.tspd import TSPDConfig, TSPDNet
         torch.manual_seed(0)
         return {"net": TSPDNet(TSPDConfig())}, "random TSPD weights of the paper's shape (no trained controller)"
@@ -99,7 +99,7 @@ def policy_kwargs(model: LoadedModel, policy: str, threshold: float) -> tuple[di
 
 
 def measure_setting(model: LoadedModel, ids: list[list[int]], config: DecodeConfig, repeats: int) -> dict:
-    """One (policy, CE, cache) setting: the rest of a step as a fraction of its forwards, and the phases."""
+    """One (controller, CE, cache) setting: the rest of a step as a fraction of its forwards, and the phases."""
     calls = [recorded_forwards(model, p, config) for p in ids]
     nfe = sum(len(c) for c in calls)
     ratios, best = [], {"loop": [float("inf")] * len(ids), "bare": [float("inf")] * len(ids)}
@@ -148,18 +148,18 @@ def measure(args, command: str, log=print) -> dict:
                          "process; step_work_of_forward: statistics, view, commit, CE and controller of a "
                          "profile=True decoding over its forward time (no per-call setup)",
               "targets": {slug(p, ce): t for (p, ce), t in OVERHEAD_BUDGETS.items()}, "rows": []}
-    for policy in [p for p in args.policies.split(",") if p]:
-        kwargs, stand_in = policy_kwargs(model, policy, args.threshold)
+    for controller in [p for p in args.controllers.split(",") if p]:
+        kwargs, stand_in = controller_kwargs(model, controller, args.threshold)
         for ce in [ces[c] for c in args.ce.split(",") if c]:
             for cache in caches:
-                config = base.replace(policy=policy, policy_kwargs=kwargs, ce=ce, cache=cache)
-                row = {"policy": policy, "ce": ce, "cache": cache, **measure_setting(model, ids, config, args.repeats)}
-                target = OVERHEAD_BUDGETS.get((policy, ce))
+                config = base.replace(controller=controller, controller_kwargs=kwargs, ce=ce, cache=cache)
+                row = {"policy": controller, "ce": ce, "cache": cache, **measure_setting(model, ids, config, args.repeats)}
+                target = OVERHEAD_BUDGETS.get((controller, ce))
                 row["target"], row["meets_target"] = target, None if target is None else row["rest_of_forward"] <= target
                 if stand_in:
                     row["controller"] = stand_in
                 result["rows"].append(row)
-                log(f"{display_name(policy, ce, cache)}: rest of a step {100 * row['rest_of_forward']:.1f} % of "
+                log(f"{display_name(controller, ce, cache)}: rest of a step {100 * row['rest_of_forward']:.1f} % of "
                     f"its forward (paired median {100 * row['paired_median']:.1f}), the step's own work "
                     f"{100 * row['step_work_of_forward']:.1f} %, forwards in the loop {100 * row['forward_in_loop_of_bare']:.0f} % "
                     f"of bare, forward {row['forward_ms']:.2f} ms, "

@@ -10,15 +10,15 @@ warm-up, each measurement is the median of many repeats, timed with CUDA events 
   step of each block under both caches);
 - ``prefix_step``: a cached forward over [block_start, end) (Fast-dLLM prefix cache);
 - ``dual_step``: a cached forward over the block only (Fast-dLLM dual cache);
-- ``generate``: a whole :func:`tspd.decoding.loop.generate` call per NFE for several policies, and the
+- ``generate``: a whole :func:`tspd.decoding.loop.generate` call per NFE for several controllers, and the
   controller + CE time per step as a fraction of one forward.
 
 (``python -m tspd bench-loop``, :mod:`tspd.bench.loop`, times the whole loop against its bare forwards on
 a real checkpoint instead.)
 
 ``--fast`` adds the same steps replayed from CUDA graphs (:mod:`tspd.decoding.graphs`: ``*_fast`` rows and
-``<policy>/<cache>/fast`` generate rows); ``--parity`` checks that the fast path decodes the same tokens
-as the eager one for every timed policy and cache, and on a GPU counts the host synchronisations per
+``<controller>/<cache>/fast`` generate rows); ``--parity`` checks that the fast path decodes the same tokens
+as the eager one for every timed controller and cache, and on a GPU counts the host synchronisations per
 forward inside ``generate`` (CUDA's sync debug mode).
 
 The roofline floors use peak rates measured on the same device (a large matmul, a large copy):
@@ -57,16 +57,16 @@ SHAPES = {
 }
 
 
-TIMED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))   # (policy, CE) timed inside generate by default
+TIMED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))   # (controller, CE) timed inside generate by default
 
 
-def timed_decodings(policies: str) -> list[tuple[str, bool]]:
-    """``--policies`` as (policy, CE) pairs, each name looked up among the decodings' slugs (``tspd+ce``)."""
-    known = {name: (policy, ce) for name, (policy, ce, cache) in by_slug().items() if cache is None}
-    names = [p for p in policies.split(",") if p]
+def timed_decodings(controllers: str) -> list[tuple[str, bool]]:
+    """``--controllers`` as (controller, CE) pairs, each name looked up among the decodings' slugs (``tspd+ce``)."""
+    known = {name: (controller, ce) for name, (controller, ce, cache) in by_slug().items() if cache is None}
+    names = [p for p in controllers.split(",") if p]
     bad = [p for p in names if p not in known]
     if bad:
-        raise UsageError(f"--policies: unknown {', '.join(bad)}; each is a policy ({', '.join(REGISTRY)}), "
+        raise UsageError(f"--controllers: unknown {', '.join(bad)}; each is a controller ({', '.join(REGISTRY)}), "
                          f"or one with Confidence Extrapolation ({slug('tspd', True)})")
     return [known[p] for p in names]
 
@@ -204,10 +204,10 @@ def bench_batch(model, batch: int, args, timer: Timer, peaks: dict) -> dict:
         return row
     prompts = ids[:, :P]
     row["generate"] = {}
-    for name, ce in timed_decodings(args.policies):
+    for name, ce in timed_decodings(args.controllers):
         kw = {"net": _random_tspd_net()} if name == "tspd" else {}
         for cache in [c for c in args.caches.split(",") if c]:
-            same = DecodeConfig(gen_length=G, block_length=Lb, policy=name, policy_kwargs=kw, ce=ce, cache=cache,
+            same = DecodeConfig(gen_length=G, block_length=Lb, controller=name, controller_kwargs=kw, ce=ce, cache=cache,
                                 confidence_dtype=args.confidence_dtype)
             for fast in ((False, True) if args.fast else (False,)):
                 call = same.replace(fast=fast)
@@ -281,7 +281,7 @@ def measure(args: argparse.Namespace, command: str, log=print) -> dict:
         batches = [int(x) for x in args.batch.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"--batch takes comma-separated integers, got {args.batch!r}") from None
-    timed_decodings(args.policies)   # a bad name fails before the model is built
+    timed_decodings(args.controllers)   # a bad name fails before the model is built
     bad = [c for c in args.caches.split(",") if c and c not in CACHE_MODES]
     if bad:
         raise UsageError(f"--caches takes {', '.join(CACHE_MODES)}, got {bad}")

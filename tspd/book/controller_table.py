@@ -32,7 +32,7 @@ from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
 from tspd.validate import CACHE_MODES, UsageError
 
-# the controllers of the table, each at its own default setting (no policy_kwargs: Fast-dLLM and Credit Decoding
+# the controllers of the table, each at its own default setting (no controller_kwargs: Fast-dLLM and Credit Decoding
 # threshold 0.9; the learned tspd / learn2pd controllers load the weights shipped beside the embedded model,
 # <model>/controllers/), as the notebooks' methods (tspd.book.METHODS) decode with them
 CONTROLLERS = ("vanilla", "fast-dllm", "prophet", "credit", "learn2pd", "tspd")
@@ -56,7 +56,7 @@ def table_configs(args: argparse.Namespace) -> dict[tuple, experiments.RunConfig
     rows = [(c, ce == "on", cache) for c in choices(args.controllers, CONTROLLERS, "--controllers")
             for ce in choices(args.ce, ("off", "on"), "--ce") for cache in choices(args.caches, CACHES, "--caches")]
     rows = [BASELINE] + [r for r in rows if r != BASELINE]
-    return {(c, ce, cache): base.replace(policy=c, policy_kwargs={}, ce=ce, cache=cache) for c, ce, cache in rows}
+    return {(c, ce, cache): base.replace(controller=c, controller_kwargs={}, ce=ce, cache=cache) for c, ce, cache in rows}
 
 
 def char_agreement(a: str, b: str) -> float:

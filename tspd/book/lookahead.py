@@ -124,7 +124,7 @@ def measure(spec: LookaheadSpec, progress: bool = True) -> dict:
     parts = []
     for start in tqdm(range(0, len(texts), spec.batch_size), desc="recorded decode", disable=not progress):
         gen = generate(lm, texts[start:start + spec.batch_size], gen_length=spec.gen_length,
-                       block_length=spec.block_length, steps=spec.steps, policy="vanilla", ce=True,
+                       block_length=spec.block_length, steps=spec.steps, controller="vanilla", ce=True,
                        ce_kwargs=dataclasses.asdict(cfg), record_trace=True)
         parts.append(reduce(gen, spec))
     return _joined(parts, spec)

@@ -2,7 +2,7 @@
 forward (paper Section 5.4), read back from the committed ``results/bench/loop-*.json`` files.
 
 Section 5.4 prices the controller and CE as a fraction of one forward. A bench-loop file holds, per
-(policy, CE, cache) setting, the bare forward's time, everything else a ``generate`` call spends as a
+(controller, CE, cache) setting, the bare forward's time, everything else a ``generate`` call spends as a
 fraction of its forwards (``rest_of_forward``, against its budget in ``tspd.bench.loop.OVERHEAD_BUDGETS``
 where it has one) and the split of the step's own work by phase. :func:`loop_rows` turns one file into table rows,
 :func:`loop_caption` says where it came from, :func:`draw_loop` draws the shares against their targets.
@@ -37,7 +37,7 @@ def loop_rows(result: dict) -> list[dict]:
     rows = []
     for r in result["rows"]:
         target = r.get("target")
-        row = {"policy": r["policy"], "CE": r["ce"], "cache": r["cache"], "forward ms": r["forward_ms"],
+        row = {"controller": r["policy"], "CE": r["ce"], "cache": r["cache"], "forward ms": r["forward_ms"],
                "rest of a step (% of forward)": (100 * r["rest_of_forward"] if target is None   # 5.04 beside 5.0
                                                  else share_text(r["rest_of_forward"], target)),
                "target (%)": None if target is None else 100 * target, "met": r.get("meets_target")}

@@ -29,13 +29,13 @@ from tspd.models.loading import window
 # The paper's row labels (Tables 1-3) -> what they decode with. "†" marks a run without KV cache;
 # Fast-dLLM and Credit Decoding use their own default cache, which the paper leaves unnamed (dual here).
 METHODS = {
-    "Vanilla": dict(policy="vanilla"),
-    "F-dLLM": dict(policy="fast-dllm", cache="dual"),
-    "CD": dict(policy="credit", cache="dual"),
-    "Prophet †": dict(policy="prophet"),
-    "Learn2PD †": dict(policy="learn2pd"),
-    "Ours †": dict(policy="tspd", ce=True),
-    "Ours": dict(policy="tspd", ce=True, cache="dual"),
+    "Vanilla": dict(controller="vanilla"),
+    "F-dLLM": dict(controller="fast-dllm", cache="dual"),
+    "CD": dict(controller="credit", cache="dual"),
+    "Prophet †": dict(controller="prophet"),
+    "Learn2PD †": dict(controller="learn2pd"),
+    "Ours †": dict(controller="tspd", ce=True),
+    "Ours": dict(controller="tspd", ce=True, cache="dual"),
 }
 
 
@@ -43,7 +43,7 @@ def method_config(base: RunConfig, method: str, **changes) -> RunConfig:
     """``base`` with the decoding of one of :data:`METHODS` (then ``changes``) applied."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-    fields = dict(policy="vanilla", ce=False, cache="none", policy_kwargs={})
+    fields = dict(controller="vanilla", ce=False, cache="none", controller_kwargs={})
     fields.update(METHODS[method])
     fields.update(changes)
     return base.replace(**fields)

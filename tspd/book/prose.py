@@ -180,11 +180,11 @@ def verdict_context(model: str = DEFAULT_MODEL, stored: dict | None = None) -> s
                            for f in caches)
     lines, needs = _lines(model)
     if needs:
-        meaning = ("So the accuracy a policy keeps says something, but a table notebook's intervals are a few points "
+        meaning = ("So the accuracy a controller keeps says something, but a table notebook's intervals are a few points "
                    "wide at its 200 problems: small accuracy differences stay inconclusive.")
     else:
         meaning = ("So parallel decoding costs this model no accuracy that its record shows, and the accuracy columns "
-                   "cannot tell the policies apart: the claims about forwards and wall time carry the comparison.")
+                   "cannot tell the controllers apart: the claims about forwards and wall time carry the comparison.")
     if any(f.hi < 0 for f in caches):
         cache = ("Unlike LLaDA-8B (Fast-dLLM's report), this small model loses accuracy to a KV cache "
                  f"(Table 4: {cache_text}), which weighs on every claim about a cached method. The claims about "
@@ -262,7 +262,7 @@ def cache_agreement(result: agreement_record.CacheAgreement | None = None) -> st
     result = result or agreement_record.load()
     rows = result.rows
     keeps = "; ".join(f"{display_name(p)} on " + " and ".join(f"{_pct(r['same_answer'])} ({r['cache']})" for r in rs)
-                      for p, rs in result.by_policy().items())
+                      for p, rs in result.by_controller().items())
     parted = sum(r["parted"] for r in rows)
     near = sum(r.get("near_tie", 0) for r in rows)
     late = [r for r in rows if r["policy"] == "vanilla"]
@@ -293,7 +293,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
     by_cache: dict[str, list[tuple[str, dict]]] = {}
     for t in found:
         if t["target"] == "cache_cost":
-            by_cache.setdefault(t["cache"], []).append((display_name(t["policy"], t["ce"]), t))
+            by_cache.setdefault(t["cache"], []).append((display_name(t["controller"], t["ce"]), t))
             continue
         if t["target"] == "vanilla":
             words = f"vanilla >= {t['bound']:g} %"
@@ -427,12 +427,12 @@ def loop_overhead(name: str | None = None, directory: str | Path | None = None) 
 
 def _loop_file(rec: bench_loop.BenchLoop) -> str:
     parts, met, missed = [], [], []
-    for (policy, ce), rows in rec.target_groups().items():
+    for (controller, ce), rows in rec.target_groups().items():
         shares = " / ".join(share_text(r["rest_of_forward"], r["target"]) for r in rows)
-        parts.append(f"{display_name(policy, ce)} {shares} % ({' / '.join(r['cache'] for r in rows)}; target "
+        parts.append(f"{display_name(controller, ce)} {shares} % ({' / '.join(r['cache'] for r in rows)}; target "
                      f"{100 * rows[0]['target']:.0f} %)")
         for r in rows:
-            (met if r["meets_target"] else missed).append(display_name(policy, ce, r["cache"]))
+            (met if r["meets_target"] else missed).append(display_name(controller, ce, r["cache"]))
     return (f"on `{rec.model}` at gen {rec.gen_length} / block {rec.block_length}, batch 1, {rec.device}, "
             f"everything but the forward costs {'; '.join(parts)} of a forward; targets met: {', '.join(met) or 'none'}; "
             f"missed: {', '.join(missed) or 'none'} (`{shown(bench_loop.DIRECTORY) / rec.name}`, revision {rec.revision})")
@@ -448,6 +448,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "regime-summary-tiny-arith-256": lambda: regime_summary("tiny-arith-256"),   # the Regime page's other models
     "regime-summary-roster-dream": lambda: regime_summary("roster-dream"),
     "regime-summary-roster-moe": lambda: regime_summary("roster-moe"),
+    "regime-summary-tiny-styled": lambda: regime_summary("tiny-styled"),
     "claims-summary": claims_summary,
     "controller-comparisons": controller_comparisons,
     "controller-overview": controller_overview,

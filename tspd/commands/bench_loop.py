@@ -1,4 +1,4 @@
-"""``python -m tspd bench-loop``: time the loop's work beyond its forwards on a real checkpoint, per policy, CE and
+"""``python -m tspd bench-loop``: time the loop's work beyond its forwards on a real checkpoint, per controller, CE and
 cache (:mod:`tspd.bench.loop`); with ``--out``, the results JSON (:mod:`tspd.records.bench_loop`)."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=20, help="held-out prompts of the checkpoint's own task (batch 1 each)")
     p.add_argument("--gen-length", type=int, default=None, help="generated length (default: the checkpoint's)")
     p.add_argument("--block-length", type=int, default=None, help="block length (default: the checkpoint's)")
-    p.add_argument("--policies", default="vanilla,fast-dllm,tspd", help="comma-separated policies")
+    p.add_argument("--controllers", default="vanilla,fast-dllm,tspd", help="comma-separated controllers")
     p.add_argument("--ce", default="off,on", help="CE settings to time: off, on or both")
     p.add_argument("--caches", default=",".join(CACHE_MODES), help="comma-separated KV cache modes")
     p.add_argument("--threshold", type=float, default=0.9, help="Fast-dLLM's confidence threshold")

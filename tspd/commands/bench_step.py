@@ -32,8 +32,8 @@ def add_shape_arguments(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", default="1", help="comma-separated batch sizes, e.g. 1,8")
     add_shape_arguments(p)
-    p.add_argument("--policies", default=",".join(slug(*d) for d in TIMED), help="policies timed inside generate, "
-                   f"each a policy or one with Confidence Extrapolation ({slug('tspd', True)})")
+    p.add_argument("--controllers", default=",".join(slug(*d) for d in TIMED), help="controllers timed inside generate, "
+                   f"each a controller or one with Confidence Extrapolation ({slug('tspd', True)})")
     p.add_argument("--caches", default="none,dual", help="KV cache modes timed inside generate")
     p.add_argument("--generate-repeats", type=int, default=2, help="timed repeats of each whole generate call")
     p.add_argument("--confidence-dtype", default="float32",

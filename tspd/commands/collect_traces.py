@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tspd.decoding.config import POLICY_OPTIONS, DecodeConfig, add_decode_arguments, add_model_arguments
+from tspd.decoding.config import CONTROLLER_OPTIONS, DecodeConfig, add_decode_arguments, add_model_arguments
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.tasks.base import render_prompt
-from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, own_traces, save_traces
+from tspd.training.traces import COLLECT, CONTROLLERS, collect, load_prompts, own_traces, save_traces
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,9 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "file (default: the traces split of the task the model was trained on)")
     p.add_argument("--flan-source", default=None, help="FLAN JSONL file or datasets hub id (with --prompts flan)")
     p.add_argument("--n", type=int, default=None, help="number of prompts (default: all)")
-    p.add_argument("--policy", dest="collection", choices=POLICIES, default="egp",   # not the decoding's policy
-                   help="collection policy: egp (the oracle, App. A.4), vanilla (standard PD) or mixed (Table 9)")
-    add_decode_arguments(p, skip=POLICY_OPTIONS + ("temperature", "seed"))   # EGP replays a greedy reference
+    p.add_argument("--controller", dest="collection", choices=CONTROLLERS, default="egp",   # not the decoding's controller
+                   help="the controller that decodes the traces (Table 9's collection policy): egp (the oracle, App. A.4), "
+                        "vanilla (standard PD) or mixed")
+    add_decode_arguments(p, skip=CONTROLLER_OPTIONS + ("temperature", "seed"))   # EGP replays a greedy reference
     p.set_defaults(ce=COLLECT.ce)          # --no-ce: ce_conf = conf, u = 0
     p.add_argument("--batch-size", type=int, default=8, help="prompts decoded together")
     p.add_argument("--chat", choices=("on", "off"), default="off",
@@ -34,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     source = args.prompts or own_traces(model)
     prompts = load_prompts(source, args.n, args.flan_source)
     prompts = [render_prompt(q, model.tokenizer, args.chat == "on") for q in prompts]
-    data = collect(model, prompts, decode, policy=args.collection, batch_size=args.batch_size,
+    data = collect(model, prompts, decode, controller=args.collection, batch_size=args.batch_size,
                    meta=dict(model=str(args.model or DEFAULT_MODEL), prompt_source=source))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ def job_from_args(args: argparse.Namespace) -> EvalJob:
     if model != REFERENCE:
         check_device(args.device)
         check_dtype(args.dtype)
-    decode = DecodeConfig.from_args(args)       # policy and its arguments, lengths, temperature: checked here
+    decode = DecodeConfig.from_args(args)       # controller and its arguments, lengths, temperature: checked here
     checkpoint = None if model == REFERENCE else Checkpoint.open(model)
     if checkpoint is None:                      # no checkpoint to take a window from
         decode = decode.replace(gen_length=decode.gen_length or PAPER_LENGTHS[0],

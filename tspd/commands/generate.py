@@ -5,7 +5,7 @@ import argparse
 import json
 
 from tspd.decoding.config import DecodeConfig, add_decode_arguments, add_model_arguments
-from tspd.decoding.controllers import decoding_policies
+from tspd.decoding.controllers import decoding_controllers
 from tspd.decoding.controllers.weights import check_controller_files
 from tspd.models.loading import Checkpoint, load_model
 from tspd.tasks.base import render_prompt
@@ -15,10 +15,10 @@ from tspd.validate import UsageError, check_device, check_dtype
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arguments(p)
     p.add_argument("--prompt", required=True, help="prompt text")
-    p.add_argument("--policy", default=DecodeConfig.policy,
-                   help=f"decoding controller: {', '.join(decoding_policies())} (EGP, the trace-collection oracle, "
-                        f"is collect-traces' --policy)")
-    add_decode_arguments(p, skip=("policy",))
+    p.add_argument("--controller", default=DecodeConfig.controller,
+                   help=f"decoding controller: {', '.join(decoding_controllers())} (EGP, the trace-collection oracle, "
+                        f"is collect-traces' --controller)")
+    add_decode_arguments(p, skip=("controller",))
     p.add_argument("--chat", choices=["auto", "on", "off"], default="auto",
                    help="wrap the prompt in the tokenizer's chat template (auto: if it has one)")
     p.add_argument("--truncate-prompt", action="store_true",
@@ -44,7 +44,7 @@ def check(args: argparse.Namespace) -> tuple[Checkpoint, DecodeConfig]:
     check_dtype(args.dtype)
     checkpoint = Checkpoint.open(args.model)
     decode = DecodeConfig.from_args(args).resolved(checkpoint)
-    check_controller_files(checkpoint, decode.policy, decode.policy_kwargs)
+    check_controller_files(checkpoint, decode.controller, decode.controller_kwargs)
     return checkpoint, decode
 
 
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"text": out.texts[0] if out.texts else None, "token_ids": out.token_ids[0].tolist(),
                           "nfe": out.nfe, "seconds": round(out.seconds, 4),
-                          "tokens_per_second": round(out.tokens_per_second, 2), "policy": decode.policy,
+                          "tokens_per_second": round(out.tokens_per_second, 2), "controller": decode.controller,
                           "cache": decode.cache, "ce": decode.ce, "prompt_truncated": out.truncated_prompts > 0}))
     else:
         print(out.texts[0] if out.texts else out.token_ids[0].tolist())

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from tspd.decoding.controllers import REGISTRY, check_policy
+from tspd.decoding.controllers import REGISTRY, check_controller
 from tspd.decoding.controllers.weights import controller_weights
 from tspd.decoding.extrapolate import CEConfig
 from tspd.decoding import names
@@ -34,7 +34,7 @@ from tspd.validate import CACHE_MODES, UsageError, as_bool, as_float, as_int, ch
 CONFIDENCE_DTYPES = ("float32", "float64", "bfloat16")
 # the settings with their own spelling (a controller by name and its KEY=VALUE settings, CE and its settings);
 # every other field is plain: its option is the field itself (--gen-length N)
-_SPELLED = ("policy", "policy_kwargs", "ce", "ce_kwargs")
+_SPELLED = ("controller", "controller_kwargs", "ce", "ce_kwargs")
 # keys a settings mapping may hold beside the fields: sugar that joins the controller's settings
 SUGAR = ("threshold", "controller_weights")
 
@@ -66,8 +66,8 @@ def _set(obj, name: str, value) -> None:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    policy: str = "vanilla"            # decoding controller, by name (tspd.decoding.controllers.REGISTRY)
-    policy_kwargs: dict = field(default_factory=dict)  # the controller's settings (threshold, weights, ...)
+    controller: str = "vanilla"            # decoding controller, by name (tspd.decoding.controllers.REGISTRY)
+    controller_kwargs: dict = field(default_factory=dict)  # the controller's settings (threshold, weights, ...)
     ce: bool = False                   # Confidence Extrapolation (Section 3.3) on or off
     ce_kwargs: dict = field(default_factory=dict)      # CEConfig overrides; defaults dropped, so equal CEs compare equal
     cache: str = "none"                # KV cache: none | prefix | dual (Fast-dLLM's; Table 4)
@@ -80,13 +80,13 @@ class DecodeConfig:
     fast: bool = False                 # replay window forwards from CUDA graphs (tspd.decoding.graphs); same tokens
 
     def __post_init__(self):
-        if not isinstance(self.policy, str):
-            raise UsageError(f"policy is a controller's name ({', '.join(REGISTRY)}), not a "
-                             f"{type(self.policy).__name__}: decode with a ready Controller through "
+        if not isinstance(self.controller, str):
+            raise UsageError(f"controller is a name ({', '.join(REGISTRY)}), not a "
+                             f"{type(self.controller).__name__}: pass a ready Controller to "
                              "generate(..., controller=...)")
         if not isinstance(self.ce, bool):
             raise UsageError(f"ce is True or False (its settings go in ce_kwargs), not a {type(self.ce).__name__}")
-        _set(self, "policy_kwargs", canonical(self.policy_kwargs, "policy_kwargs", strict=False))
+        _set(self, "controller_kwargs", canonical(self.controller_kwargs, "controller_kwargs", strict=False))
         ce_kwargs = canonical(self.ce_kwargs, "ce_kwargs", strict=False)
         if self.ce:
             _check_ce(ce_kwargs)
@@ -99,16 +99,17 @@ class DecodeConfig:
         dtype = getattr(torch, self.confidence_dtype, None)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise UsageError(f"unknown confidence_dtype {self.confidence_dtype!r}: use float32, float64 or bfloat16")
-        check_policy(self.policy, self.policy_kwargs)
+        check_controller(self.controller, self.controller_kwargs)
         if self.gen_length and self.block_length:
             check_lengths(self.gen_length, self.block_length, self.steps or self.gen_length)
 
     @classmethod
     def of(cls, config: "DecodeConfig | None" = None, threshold: float | None = None, **changes) -> "DecodeConfig":
-        """``config`` (or the defaults) with ``changes``; ``threshold`` is sugar for ``policy_kwargs``."""
+        """``config`` (or the defaults) with ``changes``; ``threshold`` is sugar for ``controller_kwargs``."""
         config = config or cls()
         if threshold is not None:
-            changes["policy_kwargs"] = {**changes.get("policy_kwargs", config.policy_kwargs), "threshold": threshold}
+            changes["controller_kwargs"] = {**changes.get("controller_kwargs", config.controller_kwargs),
+                                            "threshold": threshold}
         return config.replace(**changes) if changes else config
 
     @classmethod
@@ -117,45 +118,47 @@ class DecodeConfig:
         ``--model_args``, a notebook's parameters, a stored run's config) -> a checked config.
 
         Keys: :func:`settings_keys` (the fields, ``threshold`` and ``controller_weights``, which join the
-        controller's settings) plus ``policy.KEY`` / ``ce.KEY`` for one setting each. Values may be text
+        controller's settings) plus ``controller.KEY`` / ``ce.KEY`` for one setting each. Values may be text
         (``"0.9"``, ``"true"``); None means the field's default. CE is on where ``ce`` says so, or where CE
         settings are given and ``ce`` is absent; CE settings with ``ce`` false are refused. Every bad key
         or value is one :class:`~tspd.validate.UsageError` line naming ``source``.
         """
         given = {k: v for k, v in dict(settings).items() if v is not None}
-        policy_kwargs = dict(_mapping(given.pop("policy_kwargs", None), "policy_kwargs"))
+        controller_kwargs = dict(_mapping(given.pop("controller_kwargs", None), "controller_kwargs"))
         ce_kwargs = dict(_mapping(given.pop("ce_kwargs", None), "ce_kwargs"))
         for key in [k for k in given if "." in k]:
             group, _, name = key.partition(".")
-            if group in ("policy", "ce") and name:
-                (policy_kwargs if group == "policy" else ce_kwargs)[name] = given.pop(key)
+            if group in ("controller", "ce") and name:
+                (controller_kwargs if group == "controller" else ce_kwargs)[name] = given.pop(key)
         unknown = sorted(set(given) - set(settings_keys()))
         if unknown:
             raise UsageError(f"unknown {source} {', '.join(unknown)}: known keys are "
-                             f"{', '.join(sorted(settings_keys()))}, plus policy.KEY and ce.KEY")
-        policy = str(given.pop("policy", cls.policy))
+                             f"{', '.join(sorted(settings_keys()))}, plus controller.KEY and ce.KEY"
+                             + ("; policy is now called controller" if any(k.startswith("policy") for k in unknown)
+                                else ""))
+        controller = str(given.pop("controller", cls.controller))
         if "threshold" in given:
-            policy_kwargs["threshold"] = as_float("threshold", given.pop("threshold"))
+            controller_kwargs["threshold"] = as_float("threshold", given.pop("threshold"))
         weights = given.pop("controller_weights", None)
         if weights:
-            policy_kwargs["weights"] = controller_weights(str(weights), policy)
+            controller_kwargs["weights"] = controller_weights(str(weights), controller)
         ce = as_bool("ce", given.pop("ce")) if "ce" in given else bool(ce_kwargs)
         if ce_kwargs and not ce:
             raise UsageError(f"CE settings ({', '.join(sorted(ce_kwargs))}) given with CE off: turn CE on "
                              "(--ce, ce=true) or drop them")
         plain = {name: _PLAIN_TYPES[name](name, value) for name, value in given.items()}
         try:
-            return cls(policy=policy, policy_kwargs=policy_kwargs, ce=ce, ce_kwargs=ce_kwargs, **plain)
+            return cls(controller=controller, controller_kwargs=controller_kwargs, ce=ce, ce_kwargs=ce_kwargs, **plain)
         except TypeError as e:   # a controller setting of the wrong kind surfaces here
             raise UsageError(f"{source}: {e}") from None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "DecodeConfig":
         """The decoding a command line asks for (:func:`add_decode_arguments`; options a command left
-        out keep their defaults): :meth:`from_mapping` of its options, ``--policy-arg`` / ``--ce-arg``
+        out keep their defaults): :meth:`from_mapping` of its options, ``--controller-arg`` / ``--ce-arg``
         as the controller's and CE's settings."""
         given = {k: v for k, v in vars(args).items() if k in settings_keys()}
-        given["policy_kwargs"] = key_values(getattr(args, "policy_arg", None), "--policy-arg")
+        given["controller_kwargs"] = key_values(getattr(args, "controller_arg", None), "--controller-arg")
         given["ce_kwargs"] = key_values(getattr(args, "ce_arg", None), "--ce-arg")
         return cls.from_mapping(given, "option")
 
@@ -191,11 +194,11 @@ class DecodeConfig:
     def label(self) -> str:
         """``TSPD + CE / dual``: the decoding as prose, tables and figures name it
         (:func:`tspd.decoding.names.display_name`)."""
-        return names.display_name(self.policy, self.ce, self.cache)
+        return names.display_name(self.controller, self.ce, self.cache)
 
     def slug(self, sep: str = "/") -> str:
         """``tspd+ce/dual`` (or ``tspd_ce_dual``, ``tspd|ce=on|cache=dual``): :func:`tspd.decoding.names.slug`."""
-        return names.slug(self.policy, self.ce, self.cache, sep)
+        return names.slug(self.controller, self.ce, self.cache, sep)
 
     def to_dict(self) -> dict:
         """The settings as plain values."""
@@ -254,7 +257,7 @@ def _check_ce(ce_kwargs: dict) -> None:
 # ------------------------------------------------------------------------------------------------
 # The command line: one set of decoding options for every command
 # ------------------------------------------------------------------------------------------------
-POLICY_OPTIONS = ("policy", "policy_arg", "threshold", "controller_weights")   # what a command with its own policy skips
+CONTROLLER_OPTIONS = ("controller", "controller_arg", "threshold", "controller_weights")   # what a command with its own controller skips
 
 
 def add_model_arguments(parser, model_help: str = "") -> None:
@@ -272,17 +275,17 @@ def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] 
     """The decoding options, defaults and help taken from :class:`DecodeConfig`'s fields.
 
     ``skip`` leaves out fields or option groups a command sets itself (``collect-traces`` names its
-    own collection policy: ``skip=POLICY_OPTIONS``).
+    own collection controller: ``skip=CONTROLLER_OPTIONS``).
     """
-    if "policy" not in skip:
-        parser.add_argument("--policy", default=DecodeConfig.policy,
+    if "controller" not in skip:
+        parser.add_argument("--controller", default=DecodeConfig.controller,
                             help=f"decoding controller: {', '.join(REGISTRY)}")
-    if "policy_arg" not in skip:
-        parser.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
+    if "controller_arg" not in skip:
+        parser.add_argument("--controller-arg", action="append", default=[], metavar="KEY=VALUE",
                             help="a controller setting (value parsed as JSON when it can be); repeatable")
     if "threshold" not in skip:
         parser.add_argument("--threshold", type=float, default=None,
-                            help="confidence threshold of a threshold policy (sugar for --policy-arg threshold=...)")
+                            help="confidence threshold of a threshold controller (sugar for --controller-arg threshold=...)")
     if "controller_weights" not in skip:
         parser.add_argument("--controller-weights", default=None,
                             help="trained tspd / learn2pd controller: a directory or weights stem (default: the one "
@@ -298,9 +301,9 @@ def add_decode_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] 
 
 def decode_options(config: DecodeConfig) -> list[str]:
     """The command-line options :meth:`DecodeConfig.from_args` reads back as ``config``."""
-    out = ["--policy", config.policy]
-    for item in as_key_values(config.policy_kwargs):
-        out += ["--policy-arg", item]
+    out = ["--controller", config.controller]
+    for item in as_key_values(config.controller_kwargs):
+        out += ["--controller-arg", item]
     out += ["--ce"] if config.ce else []
     for item in as_key_values(config.ce_kwargs):
         out += ["--ce-arg", item]

@@ -119,7 +119,7 @@ class StepCounts:
 
 
 @torch.no_grad()
-def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *, controller: Controller | None = None,
+def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *, controller: "Controller | str | None" = None,
              tokenizer=None, record_trace: bool = False, add_special_tokens: bool = False, profile: bool = False,
              truncate_prompt: bool = False, **overrides) -> Generation:
     """Decode ``prompts`` with a masked diffusion LM, block by block (paper Algorithm 1).
@@ -128,16 +128,18 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     (tokenized with ``tokenizer`` or the model's), id lists or a [B, P] id tensor, left-padded into one batch.
     ``config`` is the decoding (:class:`DecodeConfig`; None: vanilla LLaDA, one token per step over the
     checkpoint's own window) and ``overrides`` change its fields for this call (``cache="dual"``,
-    ``threshold=0.9``). ``controller``: a ready :class:`Controller` in place of the config's policy (one
-    built in memory, or wrapped to record what it sees). ``record_trace`` returns per-step traces
+    ``threshold=0.9``). ``controller``: a controller's name (the config's field, ``controller="fast-dllm"``), or a
+    ready :class:`Controller` in place of the config's (one built in memory, or wrapped to record what it sees). ``record_trace`` returns per-step traces
     (:class:`Trace`); ``profile`` splits the wall time by phase (it synchronises the device: leave it off
     to measure throughput); ``truncate_prompt`` keeps the last tokens of a prompt too long for the model
     instead of refusing it. Bad arguments raise :class:`tspd.validate.UsageError` before any decoding.
     """
+    if isinstance(controller, str):                            # a name is the config's field; an object replaces it
+        controller, overrides = None, {**overrides, "controller": controller}
     cfg = DecodeConfig.of(config, **overrides).resolved(_loaded(model))
     L, Lb, n_blocks, spb = cfg.gen_length, cfg.block_length, cfg.num_blocks, cfg.steps // cfg.num_blocks
     conf_dtype, special, device = getattr(torch, cfg.confidence_dtype), model.special, model.device
-    controller = controller or make_controller(cfg.policy, **cfg.policy_kwargs)
+    controller = controller or make_controller(cfg.controller, **cfg.controller_kwargs)
     extrapolator = ConfidenceExtrapolator(CEConfig(**cfg.ce_kwargs)) if cfg.ce else None   # Section 3.3, or none
     generator = torch.Generator(device).manual_seed(cfg.seed) if cfg.seed is not None and cfg.temperature > 0 else None
     t0, clock = time.perf_counter(), PhaseClock(device, enabled=profile)

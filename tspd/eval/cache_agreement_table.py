@@ -15,15 +15,15 @@ from tspd.stats import wilson
 from tspd.tasks.generated import whole_answer_key
 from tspd.records import cache_agreement as record
 
-POLICIES = {"vanilla": {}, "fast-dllm": {"threshold": 0.9}}
+CONTROLLERS = {"vanilla": {}, "fast-dllm": {"threshold": 0.9}}
 CACHES = ("prefix", "dual")
 
 
-def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict]:
-    """One problem of ``task`` (a generated task's module) under one policy: the no-cache run against each
+def rows_for(model, task, problem: dict, controller: str, kwargs: dict) -> list[dict]:
+    """One problem of ``task`` (a generated task's module) under one controller: the no-cache run against each
     cached one."""
     from tspd.decoding.loop import generate
-    run = lambda cache: generate(model, [task.prompt(problem)], policy=policy, policy_kwargs=kwargs,  # noqa: E731
+    run = lambda cache: generate(model, [task.prompt(problem)], controller=controller, controller_kwargs=kwargs,  # noqa: E731
                                  cache=cache, record_trace=True)
     answer = whole_answer_key(task) or task.extract_answer      # what "the same answer" compares
     ref = run("none")
@@ -32,7 +32,8 @@ def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict
     for cache in CACHES:
         alt = run(cache)
         pred = answer(alt.texts[0])
-        rows.append(dict(id=problem["id"], policy=policy, cache=cache, same_text=alt.texts[0] == ref.texts[0],
+        rows.append(dict({"id": problem["id"], "policy": controller},   # (the stored rows' spelling)
+                         cache=cache, same_text=alt.texts[0] == ref.texts[0],
                          same_answer=pred == ref_pred, correct_no_cache=task.right(problem, ref.texts[0]),
                          correct=task.right(problem, alt.texts[0]),
                          parting=as_dict(first_parting(ref.trace, alt.trace))))
@@ -40,17 +41,17 @@ def rows_for(model, task, problem: dict, policy: str, kwargs: dict) -> list[dict
 
 
 def summary_rows(rows: list[dict]) -> list[dict]:
-    """One summary row per (policy, cache) of the per-problem rows."""
+    """One summary row per (controller, cache) of the per-problem rows."""
     out = []
-    for policy in POLICIES:
+    for controller in CONTROLLERS:
         for cache in CACHES:
-            rs = [r for r in rows if r["policy"] == policy and r["cache"] == cache]
+            rs = [r for r in rows if r["policy"] == controller and r["cache"] == cache]
             if not rs:
                 continue
             n = len(rs)
             same_answer = sum(r["same_answer"] for r in rs)
             partings = [None if r["parting"] is None else Parting(**r["parting"]) for r in rs]
-            out.append(dict(policy=policy, cache=cache, n=n, same_answer=same_answer / n,
+            out.append(dict({"policy": controller}, cache=cache, n=n, same_answer=same_answer / n,
                             same_answer_95=wilson(same_answer, n), same_text=sum(r["same_text"] for r in rs) / n,
                             accuracy_no_cache=sum(r["correct_no_cache"] for r in rs) / n,
                             accuracy=sum(r["correct"] for r in rs) / n, **summarise(partings)))
@@ -58,7 +59,7 @@ def summary_rows(rows: list[dict]) -> list[dict]:
 
 
 def measure(model: str, n: int, out: Path, command: str) -> dict:
-    """The first ``n`` held-out problems of ``model``'s own task under each policy, with and without each cache:
+    """The first ``n`` held-out problems of ``model``'s own task under each controller, with and without each cache:
     per-problem rows appended to ``<out>.samples.jsonl`` as they are made (those already there are kept, not
     redone), the summary saved at ``out``; returns the summary."""
     from tqdm import tqdm
@@ -71,9 +72,9 @@ def measure(model: str, n: int, out: Path, command: str) -> dict:
     seen = {(r["id"], r["policy"]) for r in done}
     loaded = load_model(model)
     problems = task.load_split("test", n)
-    work = [(p, policy) for policy in POLICIES for p in problems if (p["id"], policy) not in seen]
-    for p, policy in tqdm(work, desc="cache agreement", disable=not work):
-        rows = rows_for(loaded, task, p, policy, POLICIES[policy])
+    work = [(p, controller) for controller in CONTROLLERS for p in problems if (p["id"], controller) not in seen]
+    for p, controller in tqdm(work, desc="cache agreement", disable=not work):
+        rows = rows_for(loaded, task, p, controller, CONTROLLERS[controller])
         record.append_samples(rows, out)
         done.extend(rows)
     ids = {p["id"] for p in problems}

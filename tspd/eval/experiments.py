@@ -1,7 +1,7 @@
 """The run registry the notebooks share: one configuration is measured once, then read back.
 
 A :class:`RunConfig` names everything that changes what a benchmark run produces (model, task,
-decoding policy and its settings, CE, cache, lengths, seed, device, dtype, batch size). Its ``key``
+decoding controller and its settings, CE, cache, lengths, seed, device, dtype, batch size). Its ``key``
 is a short hash of those fields. :func:`result` keeps the results of one key in ``results_dir``
 (``results/runs/`` by default; its files and their one owner: :mod:`tspd.records.runs`).
 
@@ -23,7 +23,7 @@ paper's unit (the harness's own summary file stores a fraction). Runs computed w
 Staleness: the sidecar records a fingerprint of the checkpoint (config.json and the weight files'
 sizes and first/last MiB). When the checkpoint behind a model name changes (e.g. the embedded model
 is retrained), the old files are renamed ``<key>.stale-<time>.*`` and the run is recomputed. Changes
-to tspd's own code are not detected: pass ``force=True`` (or delete the files) after changing a policy.
+to tspd's own code are not detected: pass ``force=True`` (or delete the files) after changing a controller.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class RunResult:
         """The summary as a table row with the setting, for :func:`tspd.book.reported.side_by_side`."""
         c = self.config
         setting = {"model": c.model, "task": c.task, "gen_length": c.gen_length, "block_length": c.block_length,
-                   "policy": c.policy, "ce": c.ce, "cache": c.cache, "device": self.device_name}
+                   "policy": c.controller, "ce": c.ce, "cache": c.cache, "device": self.device_name}
         return {**extra, **self.summary, "setting": setting, "key": self.key}
 
 

@@ -56,7 +56,7 @@ REFERENCE = "reference"   # --model value that answers with the data set's refer
 
 def check_job(job: EvalJob, checkpoint: Checkpoint | None) -> None:
     """What a job needs before any weights load or any row is written: a writable results file, a
-    checkpoint (None: the reference answers) trained on this version of its task, and a learned policy's
+    checkpoint (None: the reference answers) trained on this version of its task, and a learned controller's
     trained weights."""
     from tspd.decoding.controllers.weights import check_controller_files
     out = job.out
@@ -76,7 +76,7 @@ def check_job(job: EvalJob, checkpoint: Checkpoint | None) -> None:
             raise UsageError(f"{checkpoint.path} was trained on another version of {task.__name__} (task "
                              f"fingerprint {trained_on}, this code's {task.fingerprint()}): retrain it with "
                              f"`python -m tspd train-lm`, or check out the revision it was trained with")
-    check_controller_files(checkpoint, config.policy, config.policy_kwargs)
+    check_controller_files(checkpoint, config.controller, config.controller_kwargs)
 
 
 # --------------------------------------------------------------------------------------------

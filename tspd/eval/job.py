@@ -32,7 +32,10 @@ _NOT_IN_KEY = ("limit",)
 # Decoding fields every key names (KEY_VERSION 1); the rest of DecodeConfig enters a key only when it
 # differs from its default, so a run at those defaults keeps the key its stored results are filed under.
 # (The seed is named by every key too, beside the run's fields.)
-_KEYED_DECODE = ("policy", "policy_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
+_KEYED_DECODE = ("controller", "controller_kwargs", "ce", "ce_kwargs", "cache", "gen_length", "block_length", "steps")
+# a stored run spells the controller's two fields as it did when the 300-odd stored records were written (their
+# keys hash this spelling): to_dict writes it, from_dict reads it (and the fields' own names)
+STORED_NAMES = {"controller": "policy", "controller_kwargs": "policy_kwargs"}
 _OPTIONAL_DECODE = tuple(f.name for f in dataclasses.fields(DecodeConfig) if f.name not in _KEYED_DECODE + ("seed",))
 
 
@@ -51,7 +54,7 @@ class RunConfig:
     (:data:`~tspd.models.loading.DEFAULT_MODEL`) on the task it was trained on, on the CPU.
 
     Decoding settings may be given whole (``decode=DecodeConfig(...)``) or field by field
-    (``RunConfig(policy="tspd", ce=True)``); the ones every key names are properties (``config.cache``),
+    (``RunConfig(controller="tspd", ce=True)``); the ones every key names are properties (``config.cache``),
     the others are read from ``decode`` (``config.decode.seed``). The window is
     resolved on construction (None: the checkpoint's own, from ``checkpoint`` when the caller has
     opened it, else from the model's ``config.json``, read once: the opened checkpoint is kept in
@@ -59,12 +62,12 @@ class RunConfig:
     (None: the one the model was trained on, :func:`~tspd.models.loading.default_task`), the sampling
     seed None means 0 (a stored run is always seeded; it matters only at temperature > 0), ``limit``
     None or 0 means the whole test split and ``dtype`` None means float32 on the CPU and bfloat16
-    elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Policy and CE
+    elsewhere (what :func:`tspd.load_model` picks), so that equal runs have equal keys. Controller and CE
     settings must be JSON-serialisable: they are part of the key.
     """
     model: str = DEFAULT_MODEL         # embedded model name or local checkpoint directory
     task: str | None = None            # tspd.eval.tasks name: arith, chain, gsm8k, math, math500, humaneval, mbpp
-    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (policy, CE, cache, window, seed)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (controller, CE, cache, window, seed)
     limit: int | None = None           # first n samples of the test split (not part of the key)
     device: str = "cpu"
     dtype: str | None = None
@@ -81,15 +84,15 @@ class RunConfig:
         if unknown:
             raise TypeError(f"RunConfig has no field {', '.join(sorted(unknown))}")
         model = str(model).rstrip("/") or str(model)
-        if "policy_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
-            decode_fields["policy_kwargs"] = local(decode_fields["policy_kwargs"])
+        if "controller_kwargs" in decode_fields:   # a stored config names repository files <repo>/...: this clone's
+            decode_fields["controller_kwargs"] = local(decode_fields["controller_kwargs"])
         if decode is None:
             decode = DecodeConfig.from_mapping(decode_fields, "run setting")
         elif decode_fields:
             decode = DecodeConfig.of(decode, **decode_fields)
         if decode.seed is None:
             decode = decode.replace(seed=0)
-        canonical(decode.policy_kwargs, "policy_kwargs")
+        canonical(decode.controller_kwargs, "controller_kwargs")
         canonical(decode.ce_kwargs, "ce_kwargs")
         if dtype is None:
             dtype = "float32" if torch.device(device).type == "cpu" else "bfloat16"
@@ -110,9 +113,10 @@ class RunConfig:
         return hash((self.key, self.limit))
 
     def to_dict(self) -> dict:
-        """Flat settings: the run's fields and the decoding's (as every stored sidecar has them)."""
+        """Flat settings: the run's fields and the decoding's, spelled as every stored sidecar has them
+        (:data:`STORED_NAMES`)."""
         d = {"model": self.model, "task": self.task}
-        d.update({k: getattr(self.decode, k) for k in _KEYED_DECODE})
+        d.update({STORED_NAMES.get(k, k): getattr(self.decode, k) for k in _KEYED_DECODE})
         defaults = DecodeConfig()
         d.update({k: getattr(self.decode, k) for k in _OPTIONAL_DECODE
                   if getattr(self.decode, k) != getattr(defaults, k)})
@@ -122,6 +126,9 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
+        """The run :meth:`to_dict` (or a stored sidecar) spells."""
+        stored = {v: k for k, v in STORED_NAMES.items()}
+        d = {stored.get(k, k): v for k, v in d.items()}
         names = {f.name for f in dataclasses.fields(cls)} | set(settings_keys())
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -129,7 +136,7 @@ class RunConfig:
         """The settings the key covers: every field but ``limit``, repository paths written portably
         (``<repo>/...``, the same in every clone); what a run's sidecar stores."""
         d = {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_KEY}
-        d["policy_kwargs"] = portable(d["policy_kwargs"])
+        d[STORED_NAMES["controller_kwargs"]] = portable(d[STORED_NAMES["controller_kwargs"]])
         return d
 
     @property
@@ -159,7 +166,7 @@ def _read_from_decode(name: str) -> property:
     return property(lambda self: getattr(self.decode, name), doc=f"``decode.{name}`` (a setting every key names)")
 
 
-for _name in _KEYED_DECODE:   # config.policy is config.decode.policy, and so for each keyed decoding setting
+for _name in _KEYED_DECODE:   # config.controller is config.decode.controller, and so for each keyed decoding setting
     setattr(RunConfig, _name, _read_from_decode(_name))
 
 
@@ -195,12 +202,12 @@ class EvalJob:
         whose :func:`tspd.records.rows.config_id` every row stores and a resumed run checks.
 
         Its spelling is frozen, since committed rows carry ids of it: CE settings travel in ``ce`` (a
-        dict when there are any), ``threshold`` is always None (it has joined ``policy_kwargs``), and
+        dict when there are any), ``threshold`` is always None (it has joined the controller's settings), and
         ``truncate_prompt`` / ``confidence_dtype`` appear only when not their defaults.
         """
         c, d, o = self.config, self.config.decode, self.options
-        return {"task": c.task, "split": "test", "source": o.source, "model": c.model,
-                "policy": d.policy, "policy_kwargs": portable(d.policy_kwargs),
+        return {"task": c.task, "split": "test", "source": o.source, "model": c.model,   # (STORED_NAMES' spelling)
+                "policy": d.controller, "policy_kwargs": portable(d.controller_kwargs),
                 "ce": dict(d.ce_kwargs) if d.ce and d.ce_kwargs else d.ce,
                 "cache": d.cache, "gen_length": d.gen_length, "block_length": d.block_length,
                 "steps": d.steps, "threshold": None, "temperature": d.temperature,
@@ -209,4 +216,4 @@ class EvalJob:
                 **({"confidence_dtype": d.confidence_dtype} if d.confidence_dtype != "float32" else {})}
 
 
-__all__ = ["RunConfig", "EvalOptions", "EvalJob", "KEY_VERSION"]
+__all__ = ["RunConfig", "EvalOptions", "EvalJob", "KEY_VERSION", "STORED_NAMES"]

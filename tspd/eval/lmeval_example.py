@@ -31,7 +31,7 @@ class Example:
         from tspd.tasks.generated import trained_task
         trained_task(model)   # one line where the model names no generated task
         self.model, self.task = model, checkpoint_task(model)
-        self.model_args = f"pretrained={model},policy=fast-dllm,threshold=0.9"
+        self.model_args = f"pretrained={model},controller=fast-dllm,threshold=0.9"
         self.lmeval_task = f"tspd_{self.task}"
         self.yaml = f"tspd/eval/lmeval/tasks/{self.lmeval_task}/{self.lmeval_task}.yaml"   # the README's first command
         if not (REPO_ROOT / self.yaml).is_file():
@@ -49,7 +49,7 @@ def commands(ex: Example, out: Path, threads: int) -> dict[str, list[str]]:
                         "--tasks", ex.lmeval_task, "--limit", str(LIMIT), "--threads", str(threads),
                         "--output_path", str(out / "tspd.lmeval"), "--log_samples"],
         "tspd eval": [str(bin_ / "python"), "-m", "tspd", "eval", "--task", ex.task, "--model", ex.model,
-                      "--policy", "fast-dllm", "--threshold", "0.9", "--limit", str(LIMIT), "--threads", str(threads),
+                      "--controller", "fast-dllm", "--threshold", "0.9", "--limit", str(LIMIT), "--threads", str(threads),
                       "--out", str(out / f"{ex.task}.jsonl")],
     }
 

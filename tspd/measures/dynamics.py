@@ -182,10 +182,10 @@ def measure_batch(model, task, problems: list[dict], gen_length: int, block_leng
     base = DecodeConfig.of(gen_length=gen_length, block_length=block_length)
     out = generate(model, prompts, base, record_trace=True)
     egp = generate(model, prompts, base, controller=EGP(reference=out.token_ids))
-    runs = {FAST: DecodeConfig.of(policy="fast-dllm", threshold=cfg.certain, gen_length=gen_length,
+    runs = {FAST: DecodeConfig.of(controller="fast-dllm", threshold=cfg.certain, gen_length=gen_length,
                                   block_length=block_length)}
     if tspd_ce:
-        runs[OURS] = DecodeConfig.of(policy="tspd", ce=True, gen_length=gen_length, block_length=block_length)
+        runs[OURS] = DecodeConfig.of(controller="tspd", ce=True, gen_length=gen_length, block_length=block_length)
     decoded = {name: generate(model, prompts, d) for name, d in runs.items()}
     tr, final = out.trace, out.token_ids.cpu()
     answer = ~torch.isin(final, torch.tensor(model.special.stop_ids()))

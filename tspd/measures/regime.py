@@ -45,7 +45,7 @@ ANCHORS = {
     "fast_tpf": (2.77, "Fast-dLLM at 0.9 with the dual cache, TPF (d3LLM leaderboard data)"),
     "long_window_gap": (2.3, "largest vanilla loss at 512 / 1024 against 256 (paper Table 3)"),
 }
-# ... and what a KV cache costs a decoder, by (policy, CE, cache)
+# ... and what a KV cache costs a decoder, by (controller, CE, cache)
 CACHE_ANCHORS = {
     ("fast-dllm", False, "dual"): (0.8, "points the dual cache costs Fast-dLLM (paper Table 4: 79.3 to 78.5)"),
     ("tspd", True, "dual"): (0.6, "points the dual cache costs TSPD + CE (paper Table 4)"),
@@ -71,7 +71,7 @@ REGIME_TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (
                   "cache_cost": (2.0, "max", "largest cost of a cache, points"),
                   "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
 FIXED_TARGETS = {4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
-# the decoders whose cost of each cache is a target, as (policy, CE): vanilla, Fast-dLLM, TSPD + CE
+# the decoders whose cost of each cache is a target, as (controller, CE): vanilla, Fast-dLLM, TSPD + CE
 CACHED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))
 
 
@@ -125,8 +125,8 @@ def plan(cfg: RegimeConfig, gen_length: int, block_length: int) -> list[Row]:
     """Every row of a record, in its order."""
     cfg = cfg.at(gen_length)
     base = dict(gen_length=gen_length, block_length=block_length)
-    vanilla, fast = DecodeConfig.of(**base), DecodeConfig.of(policy="fast-dllm", threshold=cfg.threshold, **base)
-    ours = DecodeConfig.of(policy="tspd", ce=True, **base)   # the paper's method, with the model's own controller
+    vanilla, fast = DecodeConfig.of(**base), DecodeConfig.of(controller="fast-dllm", threshold=cfg.threshold, **base)
+    ours = DecodeConfig.of(controller="tspd", ce=True, **base)   # the paper's method, with the model's own controller
     out = [Row(d.slug("_"), d) for d in (vanilla, fast)]
     out += [Row(f"fixed{k}", DecodeConfig.of(steps=gen_length // k, **base), "fixed", k) for k in cfg.tokens_per_step]
     if cfg.block_step:
@@ -311,7 +311,7 @@ def targets(record: dict) -> list[dict]:
     planned = plan(RegimeConfig.from_dict(record["config"]), record["gen_length"], record["block_length"])
 
     def add(key, what, value, lo, hi, anchor=None, **about):
-        """``about``: what the row measures, for readers of the list (cache, decoder: its row's name, and its policy
+        """``about``: what the row measures, for readers of the list (cache, decoder: its row's name, and its controller
         and ce; window, tokens_per_step)."""
         bound, kind, label = REGIME_TARGETS[key]
         met = (lo >= bound) if kind == "min" else (hi <= bound)
@@ -334,14 +334,14 @@ def targets(record: dict) -> list[dict]:
     for r in planned:
         if r.kind == "block_step" and r.name in rows:
             add("block_step_loss", None, *paired_gap(v["right"], rows[r.name]["right"]), tokens_per_step=r.tokens_per_step)
-    for policy, ce in CACHED:
-        base = slug(policy, ce, sep="_")
+    for controller, ce in CACHED:
+        base = slug(controller, ce, sep="_")
         for cache in record["config"]["caches"]:
-            cached = slug(policy, ce, cache, sep="_")
+            cached = slug(controller, ce, cache, sep="_")
             if cached in rows and base in rows:
                 add("cache_cost", f"the {cache} cache costs {base}, points",
-                    *paired_gap(rows[base]["right"], rows[cached]["right"]), CACHE_ANCHORS.get((policy, ce, cache)),
-                    cache=cache, decoder=base, policy=policy, ce=ce)
+                    *paired_gap(rows[base]["right"], rows[cached]["right"]), CACHE_ANCHORS.get((controller, ce, cache)),
+                    cache=cache, decoder=base, controller=controller, ce=ce)
     paired = next((r.name for r in planned if r.kind == "paired"), None)
     for r in planned:
         if r.kind == "long" and r.name in rows:

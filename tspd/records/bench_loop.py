@@ -1,5 +1,5 @@
 """The loop's cost beyond its forwards: ``python -m tspd bench-loop --out results/bench/loop-{device}.json``
-writes one ``results/bench/loop-<device>.json`` per machine (rows per policy, CE and cache)."""
+writes one ``results/bench/loop-<device>.json`` per machine (rows per controller, CE and cache)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,7 +25,7 @@ class BenchLoop:
     rows: list[dict]
 
     def target_groups(self) -> dict[tuple, list[dict]]:
-        """(policy, ce) -> its rows that have a target, in stored order."""
+        """(controller, ce) -> its rows that have a target, in stored order."""
         groups: dict[tuple, list[dict]] = {}
         for r in self.rows:
             if r.get("target") is not None:

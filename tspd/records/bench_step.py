@@ -35,10 +35,10 @@ class BenchStep:
         return next(r for r in self.rows if r["batch"] == size)
 
 
-def entry_key(policy: str, ce: bool, cache: str, fast: bool = False) -> str:
+def entry_key(controller: str, ce: bool, cache: str, fast: bool = False) -> str:
     """The key of a decoding's entry in a row's ``generate`` or ``parity``: its slug, then ``/fast`` for the
     CUDA-graph fast path (``tspd+ce/dual/fast``)."""
-    return slug(policy, ce, cache) + ("/fast" if fast else "")
+    return slug(controller, ce, cache) + ("/fast" if fast else "")
 
 
 def beyond_forwards(row: dict, key: str) -> float | None:
@@ -93,7 +93,7 @@ def goal_rows(result: dict) -> list[dict]:
 
 
 def decoding_entries(entries: dict) -> dict[str, tuple[str, bool, str, bool]]:
-    """Key -> ``(policy, ce, cache, fast)`` of each of ``entries`` (a row's ``generate`` or ``parity``) that is a
+    """Key -> ``(controller, ce, cache, fast)`` of each of ``entries`` (a row's ``generate`` or ``parity``) that is a
     decoding's, in stored order: found among the keys :func:`entry_key` makes (a parity row's
     ``dual_step_max_abs_logit_diff`` is none of them)."""
     known = {entry_key(p, ce, cache, fast): (p, ce, cache, fast)

@@ -1,5 +1,5 @@
 """Cache agreement: ``python -m tspd cache-agreement`` writes ``results/cache_agreement.json`` (one row per
-policy and cache) and its per-problem rows, ``results/cache_agreement.samples.jsonl``, as they are made."""
+controller and cache) and its per-problem rows, ``results/cache_agreement.samples.jsonl``, as they are made."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,12 +19,12 @@ def samples_path(path: str | Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class CacheAgreement:
-    """The stored summary: the model and problem count it was measured on, one dict per (policy, cache)."""
+    """The stored summary: the model and problem count it was measured on, one dict per (controller, cache)."""
     model: str
     n: int
     rows: list[dict]
 
-    def by_policy(self) -> dict[str, list[dict]]:
+    def by_controller(self) -> dict[str, list[dict]]:
         out: dict[str, list[dict]] = {}
         for r in self.rows:
             out.setdefault(r["policy"], []).append(r)

@@ -2,7 +2,7 @@
 
 For each batch of prompts: decode with vanilla LLaDA to get the reference answer, then decode again
 with the Extremely Greedy Parallel oracle (:class:`tspd.decoding.controllers.egp.EGP`), which reproduces that
-answer in far fewer steps. A :class:`Recorder` wrapped around the policy stores, at every step and
+answer in far fewer steps. A :class:`Recorder` wrapped around the controller stores, at every step and
 every position of the current block, exactly what a controller sees at inference time:
 
     conf      the model's top-1 confidence          ce_conf  CE's look-ahead confidence (Section 3.3)
@@ -14,7 +14,7 @@ y = [current argmax == final token], and whether the position was still masked. 
 vocabulary-sized logits is kept. Steps are grouped into per-(prompt, block) sequences, the unit over
 which TSPD's LSTM runs (its hidden state is reset at every block).
 
-``--policy vanilla`` records standard parallel decoding instead of EGP, ``mixed`` alternates the two
+``--controller vanilla`` records standard parallel decoding instead of EGP, ``mixed`` alternates the two
 batch by batch (the paper's Table 12 compares the three).
 
     python -m tspd collect-traces --model tiny-arith --prompts arith-traces --n 1000 --out traces.pt
@@ -41,7 +41,7 @@ from tspd.records.files import read_jsonl
 
 FORMAT = "tspd-traces-v1"
 CHANNELS = ("conf", "ce_conf", "entropy", "ewma", "momentum", "u")
-POLICIES = ("egp", "vanilla", "mixed")
+CONTROLLERS = ("egp", "vanilla", "mixed")
 TRACES_SPLIT = "-traces"   # prompt source "<task>-traces": a generated task's traces split (arith-traces, chain-traces)
 
 
@@ -93,25 +93,25 @@ def block_sequences(steps: list[dict], final: torch.Tensor, block_length: int):
 COLLECT = DecodeConfig(ce=True)   # what collect() decodes with by default: the checkpoint's window, CE on
 
 
-def collect(model, prompts: list, decode: DecodeConfig = COLLECT, *, policy: str = "egp", batch_size: int = 8,
+def collect(model, prompts: list, decode: DecodeConfig = COLLECT, *, controller: str = "egp", batch_size: int = 8,
             progress: bool = True, meta: dict | None = None) -> dict:
     """Decode ``prompts`` (strings or id lists) and return the trace file's content (see module doc).
 
     ``decode`` gives the window (None lengths: the checkpoint's own), cache and CE of the recorded
-    decoding; its controller is the collection ``policy``'s (EGP, or vanilla), and the vanilla
+    decoding; its controller is the collection ``controller``'s (EGP, or vanilla), and the vanilla
     reference EGP reproduces is decoded with the same window and cache, without CE.
     """
     decode = decode.resolved(model)
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    if controller not in CONTROLLERS:
+        raise ValueError(f"controller must be one of {CONTROLLERS}, got {controller!r}")
     from tqdm.auto import tqdm
     feats, labels, masked, offsets, prompt_idx, blocks = [], [], [], [0], [], []
     stats = dict(egp_matches_vanilla=0, egp_rows=0, rows=0, forwards=0, vanilla_forwards=0)
-    base = decode.replace(policy="vanilla", policy_kwargs={}, ce=False, ce_kwargs={})   # the reference
-    bar = tqdm(total=len(prompts), desc=f"collect-traces ({policy})", disable=not progress, unit="prompt")
+    base = decode.replace(controller="vanilla", controller_kwargs={}, ce=False, ce_kwargs={})   # the reference
+    bar = tqdm(total=len(prompts), desc=f"collect-traces ({controller})", disable=not progress, unit="prompt")
     for k, start in enumerate(range(0, len(prompts), batch_size)):
         batch = prompts[start:start + batch_size]
-        use_egp = policy == "egp" or (policy == "mixed" and k % 2 == 0)
+        use_egp = controller == "egp" or (controller == "mixed" and k % 2 == 0)
         if use_egp:
             ref = generate(model, batch, base)
             stats["vanilla_forwards"] += ref.nfe
@@ -142,7 +142,8 @@ def collect(model, prompts: list, decode: DecodeConfig = COLLECT, *, policy: str
         "offsets": torch.tensor(offsets),                 # sequence m = steps offsets[m]:offsets[m + 1]
         "prompt_index": torch.tensor(prompt_idx),         # [M]
         "block": torch.tensor(blocks),                    # [M]
-        "meta": dict(meta or {}, policy=policy, gen_length=decode.gen_length, block_length=decode.block_length,
+        "meta": dict({**(meta or {}), "policy": controller},     # (the key stored trace sets spell it with)
+                     gen_length=decode.gen_length, block_length=decode.block_length,
                      steps=decode.steps, cache=decode.cache, ce=bool(decode.ce), ce_kwargs=decode.ce_kwargs,
                      prompts=len(prompts), **stats),
     }

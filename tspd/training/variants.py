@@ -1,6 +1,6 @@
 """Trace sets and trained controller variants, cached by configuration (the ablation tables' registry).
 
-Tables 6-11 of the paper each train TSPD differently (architecture, features, hidden size, the policy
+Tables 6-11 of the paper each train TSPD differently (architecture, features, hidden size, the controller
 that collected the traces, how many prompts, how hard they were) and then decode with it. This module
 makes both stages reusable across notebooks the way :mod:`tspd.eval.experiments` does for decoding runs:
 
@@ -9,8 +9,8 @@ makes both stages reusable across notebooks the way :mod:`tspd.eval.experiments`
 
 A trace set is identified by its content (:func:`fingerprint`), so subsets made with :func:`subset`
 (Table 10's data scale, Table 11's difficulty bins) and mixtures made with :func:`mix` (Table 9's mixed
-policy) are cached as well. The returned weight stem goes into a run as
-``RunConfig(policy="tspd", policy_kwargs={"weights": str(stem)})``.
+controller) are cached as well. The returned weight stem goes into a run as
+``RunConfig(controller="tspd", controller_kwargs={"weights": str(stem)})``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from tspd.provenance import REPO_ROOT
 from tspd.models.loading import DEFAULT_MODEL, window
 from tspd.provenance import settings_digest
 from tspd.tasks.base import render_prompt
-from tspd.training.traces import COLLECT, POLICIES, collect, load_prompts, load_traces, own_traces, save_traces
+from tspd.training.traces import COLLECT, CONTROLLERS, collect, load_prompts, load_traces, own_traces, save_traces
 from tspd.training.train_controller import ControllerTrainConfig, train
 from tspd.records.files import write_atomic
 
@@ -49,7 +49,7 @@ class TraceSpec:
     prompts: str = ""                # tspd.training.traces.load_prompts source: arith-traces, flan, or a file
                                      # ("": the model's own task's traces split, tspd.training.traces.own_traces)
     n: int = 24                      # number of prompts (the paper: 66 FLAN tasks x 40 = 2,640)
-    policy: str = "egp"              # egp | vanilla ("standard PD") | mixed (Table 9)
+    controller: str = "egp"          # egp | vanilla ("standard PD") | mixed (Table 9)
     gen_length: int | None = None    # None: the checkpoint's own (tspd.models.loading.decode_lengths)
     block_length: int | None = None
     steps: int | None = None         # None = gen_length (one token per step for the vanilla reference)
@@ -66,14 +66,15 @@ class TraceSpec:
         gen_length, block_length = window(self.model, self.gen_length, self.block_length)
         object.__setattr__(self, "gen_length", gen_length)    # frozen
         object.__setattr__(self, "block_length", block_length)
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+        if self.controller not in CONTROLLERS:
+            raise ValueError(f"controller must be one of {CONTROLLERS}, got {self.controller!r}")
         if self.n < 2:
             raise ValueError(f"need at least 2 prompts (one for validation), got n={self.n}")
 
     @property
     def key(self) -> str:
         d = {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
+        d["policy"] = d.pop("controller")   # the spelling stored keys have (as tspd.eval.job.STORED_NAMES)
         for k, unset in (("flan_source", None), ("chat", False)):   # added later: unset keeps old keys
             if d[k] == unset:
                 del d[k]
@@ -99,7 +100,7 @@ def traces(spec: TraceSpec, results_dir=None, progress: bool = True) -> dict:
     prompts = [render_prompt(q, model.tokenizer, spec.chat) for q in prompts]
     decode = COLLECT.replace(gen_length=spec.gen_length, block_length=spec.block_length, steps=spec.steps,
                              cache=spec.cache)
-    data = collect(model, prompts, decode, policy=spec.policy, batch_size=spec.batch_size, progress=progress,
+    data = collect(model, prompts, decode, controller=spec.controller, batch_size=spec.batch_size, progress=progress,
                    meta=dict(model=spec.model, prompt_source=spec.prompts, spec=dataclasses.asdict(spec)))
     write_atomic(path, lambda tmp: save_traces(data, tmp))   # an interrupted collection leaves no torn file
     return data
@@ -126,8 +127,8 @@ def subset(data: dict, prompts, note: str = "") -> dict:
 def mix(first: dict, second: dict) -> dict:
     """Table 9's mixed traces: prompts of the first half from ``first``, the rest from ``second``.
 
-    Both must cover the same prompts (same source and n, different policies), so the mixture has
-    every prompt once, half decoded by each policy (``collect(policy="mixed")`` alternates batches
+    Both must cover the same prompts (same source and n, different controllers), so the mixture has
+    every prompt once, half decoded by each controller (``collect(policy="mixed")`` alternates batches
     instead; this reuses two sets already collected).
     """
     n = int(max(first["prompt_index"].max(), second["prompt_index"].max())) + 1
@@ -140,7 +141,7 @@ def mix(first: dict, second: dict) -> dict:
             "offsets": torch.cat([a["offsets"], b["offsets"][1:] + shift]),
             "prompt_index": torch.cat([a["prompt_index"], b["prompt_index"]]),
             "block": torch.cat([a["block"], b["block"]]),
-            "meta": dict(first.get("meta", {}), policy="mixed",
+            "meta": dict({**first.get("meta", {}), "policy": "mixed"},   # (the key stored trace sets spell it with)
                          subset=f"prompts < {n // 2}: {first['meta'].get('policy')}, "
                                 f"others: {second['meta'].get('policy')}")}
 
@@ -210,9 +211,9 @@ class Study:
         globals(), store=...)`` (``changes`` win; fields without a parameter keep their defaults)."""
         return cls(**{**{f.name: params[f.name] for f in dataclasses.fields(cls) if f.name in params}, **changes})
 
-    def traces(self, policy: str, n: int = 0) -> dict:
-        """Stage 1: the traces of ``n`` (default ``trace_prompts``) prompts decoded by ``policy``."""
-        spec = TraceSpec(model=self.model, prompts=self.trace_source, n=n or self.trace_prompts, policy=policy,
+    def traces(self, controller: str, n: int = 0) -> dict:
+        """Stage 1: the traces of ``n`` (default ``trace_prompts``) prompts decoded by ``controller``."""
+        spec = TraceSpec(model=self.model, prompts=self.trace_source, n=n or self.trace_prompts, controller=controller,
                          gen_length=self.gen_length or None, block_length=self.block_length or None,
                          steps=self.steps or None, batch_size=self.trace_batch, device=self.device,
                          dtype=self.dtype or None, flan_source=self.flan_source or None, chat=self.chat)

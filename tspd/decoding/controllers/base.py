@@ -1,6 +1,6 @@
-"""The controller interface: what the generation loop shows a decoding policy, and what it answers.
+"""The controller interface: what the generation loop shows a decoding controller, and what it answers.
 
-Every policy of the paper (vanilla LLaDA, Fast-dLLM, Prophet, Learn2PD, Credit Decoding, EGP, TSPD) is
+Every controller of the paper (vanilla LLaDA, Fast-dLLM, Prophet, Learn2PD, Credit Decoding, EGP, TSPD) is
 a :class:`Controller`. Once per forward the loop builds a :class:`StepView` of the current block and the
 controller returns a :class:`Decision`; the loop then enforces the invariants (only still-masked
 positions of the current block are written, committed tokens never change, a stalled row commits its

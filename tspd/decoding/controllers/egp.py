@@ -1,4 +1,4 @@
-"""Extremely Greedy Parallel decoding (EGP): Learn2PD's oracle policy (Bao et al. 2025, arXiv 2509.25188).
+"""Extremely Greedy Parallel decoding (EGP): Learn2PD's oracle controller (Bao et al. 2025, arXiv 2509.25188).
 
 EGP knows the answer: ``reference`` [B, gen_length] holds the tokens vanilla decoding produced. At
 each step it commits every masked block position whose current argmax already equals the reference

@@ -20,7 +20,7 @@ from torch import nn
 from tspd.models.loading import ZOO, Checkpoint, LoadedModel, resolve_path
 from tspd.validate import UsageError
 
-LEARNED = ("tspd", "learn2pd")   # the policies that need trained weights
+LEARNED = ("tspd", "learn2pd")   # the controllers that need trained weights
 SUFFIXES = (".safetensors", ".json")
 
 
@@ -102,38 +102,38 @@ def load_net(model: LoadedModel, name: str, weights, kind: str, build: Callable[
     return _LOADED[key]
 
 
-def controller_weights(controller: str, policy: str) -> str:
+def controller_weights(spec: str, controller: str) -> str:
     """``--controller-weights``: a trained controller's directory or stem, or an embedded model's name
     (whose controller is borrowed, with a warning: it was trained on another model)."""
-    if policy not in LEARNED:
-        raise UsageError(f"--controller-weights is for the learned policies {' and '.join(LEARNED)}, not {policy!r}")
-    if Path(controller).name == controller and (ZOO / controller).is_dir():   # a name, not a path
-        warnings.warn(f"using the {policy} controller trained on the embedded model {controller!r}, not on this "
+    if controller not in LEARNED:
+        raise UsageError(f"--controller-weights is for the learned controllers {' and '.join(LEARNED)}, not {controller!r}")
+    if Path(spec).name == spec and (ZOO / spec).is_dir():   # a name, not a path
+        warnings.warn(f"using the {controller} controller trained on the embedded model {spec!r}, not on this "
                       "model: its gate reads another model's confidence dynamics")
-        return str(ZOO / controller / "controllers")
-    return str(Path(controller).expanduser())
+        return str(ZOO / spec / "controllers")
+    return str(Path(spec).expanduser())
 
 
-def check_controller_files(model: "str | Path | Checkpoint", policy: str, policy_kwargs: dict | None = None) -> None:
-    """A learned policy has its trained weights (``weights=``, else ``<model dir>/controllers/``),
+def check_controller_files(model: "str | Path | Checkpoint", controller: str, controller_kwargs: dict | None = None) -> None:
+    """A learned controller has its trained weights (``weights=``, else ``<model dir>/controllers/``),
     checked before any model weights load; the error names the two commands that make them. ``model``
     is the checkpoint (opened, or its name or directory)."""
-    if policy not in LEARNED:
+    if controller not in LEARNED:
         return
-    weights = (policy_kwargs or {}).get("weights")
+    weights = (controller_kwargs or {}).get("weights")
     if weights is not None:
-        stem = stem_of(weights, policy)
+        stem = stem_of(weights, controller)
         if not exists(stem):
-            raise UsageError(f"no {policy} controller at {weights} (expected {stem}.safetensors and {stem}.json)")
+            raise UsageError(f"no {controller} controller at {weights} (expected {stem}.safetensors and {stem}.json)")
         return
     path = model.path if isinstance(model, Checkpoint) else resolve_path(model)
-    stem = path / "controllers" / policy
+    stem = path / "controllers" / controller
     if exists(stem):
         return
     raise UsageError(
-        f"no trained {policy} controller for {path} (looked for {stem}.safetensors): make one with "
+        f"no trained {controller} controller for {path} (looked for {stem}.safetensors): make one with "
         f"`python -m tspd collect-traces --model {path} --prompts flan --flan-source FILE_OR_HUB_ID --n 2640 "
-        f"--out traces.pt` (stage 1) then `python -m tspd train-controller --traces traces.pt --kind {policy} "
+        f"--out traces.pt` (stage 1) then `python -m tspd train-controller --traces traces.pt --kind {controller} "
         f"--out {stem}` (stage 2). The paper's stage 1 took about 2 hours on two A100s for 2,640 prompts with "
         f"LLaDA-8B and stage 2 six minutes (book: reproduce); `--controller-weights tiny-arith` borrows the embedded "
         f"model's controller instead")

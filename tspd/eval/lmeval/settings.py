@@ -7,9 +7,9 @@ JSON object, plus its own ``--device`` and ``--batch_size``. Keys:
 ``pretrained``         checkpoint directory or embedded model name (default: the book's model, ``DEFAULT_MODEL``)
 ``device``, ``dtype``  torch device (default: lm-eval's ``--device``; its default ``cuda:0`` falls back to
                        the CPU where torch sees no GPU, as lm-eval's ``hf`` model does); auto/float32/bfloat16/float16
-``policy``             controller (vanilla, fast-dllm, prophet, credit, learn2pd, egp, tspd, ...)
-``threshold``          the controller's confidence threshold (sugar for ``policy.threshold``)
-``policy.KEY``         any other controller argument, e.g. ``policy.weights=/path/controllers/tspd``
+``controller``         by name (vanilla, fast-dllm, prophet, credit, learn2pd, egp, tspd, ...)
+``threshold``          the controller's confidence threshold (sugar for ``controller.threshold``)
+``controller.KEY``     any other controller argument, e.g. ``controller.weights=/path/controllers/tspd``
 ``controller_weights`` trained tspd / learn2pd controller (directory, stem, or an embedded model's name)
 ``ce``, ``ce.KEY``     Confidence Extrapolation on/off and its settings
 ``cache``              none | prefix | dual
@@ -69,12 +69,13 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     """``--model_args`` (a dict, a ``k=v,k2=v2`` string or a JSON object) plus lm-eval's ``--device`` and
     ``--batch_size`` -> :class:`ModelArgs`; a bad key or value is one UsageError line."""
     args = model_args_dict(args)
-    decoding = {k: args.pop(k) for k in list(args) if k in settings_keys() or k.partition(".")[0] in ("policy", "ce")}
+    decoding = {k: args.pop(k) for k in list(args) if k in settings_keys() or k.partition(".")[0] in ("controller", "ce")}
     unknown = sorted(k for k in args if k not in OTHER_KEYS + IGNORED_KEYS)
     if unknown:
         raise UsageError(f"unknown --model_args {', '.join(unknown)} for --model tspd: known keys are "
-                         f"{', '.join(sorted(set(settings_keys() + OTHER_KEYS) - {'policy_kwargs', 'ce_kwargs'}))}, "
-                         f"plus policy.KEY and ce.KEY")
+                         f"{', '.join(sorted(set(settings_keys() + OTHER_KEYS) - {'controller_kwargs', 'ce_kwargs'}))}, "
+                         f"plus controller.KEY and ce.KEY"
+                         + ("; policy is now called controller" if any(k.startswith("policy") for k in unknown) else ""))
     if args.get("batch_size") is not None and batch_size is not None and args["batch_size"] != batch_size:
         raise UsageError("batch_size given twice (--model_args and --batch_size): give it once, with --batch_size")
     batch = as_int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
@@ -111,7 +112,7 @@ def _decode(args: dict, checkpoint: Checkpoint) -> DecodeConfig:
     window where they give none and its controller files checked."""
     from tspd.decoding.controllers.weights import check_controller_files
     decode = DecodeConfig.from_mapping(args, "--model_args").resolved(checkpoint)
-    check_controller_files(checkpoint, decode.policy, decode.policy_kwargs)
+    check_controller_files(checkpoint, decode.controller, decode.controller_kwargs)
     return decode
 
 

@@ -21,7 +21,7 @@ from tspd.records import train_lm_evals, train_lm_probes
 from tspd.training.lm.config import LMTrainConfig
 
 # The final evaluation: 1 token per step, then what parallel decoding costs (Sec. 1: committing several
-# tokens per step loses accuracy). (policy, threshold, tokens per step).
+# tokens per step loses accuracy). (controller, threshold, tokens per step).
 SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.8, 0.7, 0.5)] + \
         [("vanilla", None, k) for k in (2, 4, 8)]
 
@@ -38,17 +38,17 @@ def task_probes(task):
 
 @torch.no_grad()
 def sweep_row(model, problems: list[dict], gen_length: int = 128, block_length: int = 32,
-             steps: int | None = None, policy: str = "vanilla", threshold: float | None = None,
+             steps: int | None = None, controller: str = "vanilla", threshold: float | None = None,
              batch: int = 500, task=arith) -> dict:
     """Final-answer accuracy of ``model`` (with ``.tokenizer``/``.special``) on ``problems`` of ``task``."""
     from tspd.decoding.config import DecodeConfig
     from tspd.measures.regime import score
 
     steps = gen_length if steps is None else steps
-    decode = DecodeConfig.of(policy=policy, threshold=threshold, gen_length=gen_length, block_length=block_length,
+    decode = DecodeConfig.of(controller=controller, threshold=threshold, gen_length=gen_length, block_length=block_length,
                              steps=steps)
     r = score(model, task, problems, decode, batch)
-    return {"policy": policy, "threshold": threshold, "steps": steps, "n": r["n"], "correct": r["correct"],
+    return {"policy": controller, "threshold": threshold, "steps": steps, "n": r["n"], "correct": r["correct"],
             "accuracy": r["accuracy"] if r["n"] else 0.0, "nfe": r["nfe"], "tpf": r["tpf"],
             "lines": task.line_accuracy(problems, r["texts"]), "templates": task.template_accuracy(problems, r["texts"])}
 
@@ -73,21 +73,21 @@ def final_evaluation(out: Path, cfg: LMTrainConfig, log) -> list[dict]:
     done = {(r["policy"], r["threshold"], r.get("tokens_per_step"), r["n"]): r for r in before
             if r.get("weights") == weights and "accuracy" in r}
     results = []
-    for policy, threshold, per_step in SWEEP:
-        if (policy, threshold, per_step, len(problems)) in done:
-            results.append(done[policy, threshold, per_step, len(problems)])
+    for controller, threshold, per_step in SWEEP:
+        if (controller, threshold, per_step, len(problems)) in done:
+            results.append(done[controller, threshold, per_step, len(problems)])
             continue
         t0 = time.time()
         steps = cfg.gen_length // per_step if per_step else cfg.gen_length
         try:
-            r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, steps, policy,
+            r = sweep_row(model, problems, cfg.gen_length, cfg.block_length, steps, controller,
                          threshold, cfg.eval_batch, task)
-        except Exception as e:   # a decoding policy that is missing or broken must not lose the checkpoint
-            r = {"policy": policy, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
+        except Exception as e:   # a decoding controller that is missing or broken must not lose the checkpoint
+            r = {"policy": controller, "threshold": threshold, "n": len(problems), "error": f"{type(e).__name__}: {e}"}
         r["tokens_per_step"] = per_step
         r["seconds"] = round(time.time() - t0, 1)
         r["weights"] = weights
-        log(f"eval {policy} threshold={threshold} tokens/step={per_step}: " +
+        log(f"eval {controller} threshold={threshold} tokens/step={per_step}: " +
             (f"{r['accuracy']:.1%} of {r['n']} (nfe {r['nfe']}, {r['seconds']} s)" if "accuracy" in r else r["error"]))
         results.append(r)
         train_lm_evals.save(out, results)
