@@ -179,3 +179,5 @@ def test_the_parallel_figure_puts_each_schedule_at_its_tokens_per_step():
     assert rows["block_step"]["accuracy"] == pytest.approx(10.0) and rows["block_step"]["lo"] < 10 < rows["block_step"]["hi"]
     fig = parallel_figure({"ours": {**RECORD, "model": "m"}})
     assert any("Fast-dLLM paper" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    many = parallel_figure({f"m{i}": {**RECORD, "model": f"m{i}"} for i in range(6)})   # more models than colours once
+    assert sum(t.get_text().startswith("m") for t in many.axes[0].get_legend().get_texts()) == 6

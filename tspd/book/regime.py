@@ -126,6 +126,9 @@ def parallel_rows(record: dict) -> list[dict]:
     return out
 
 
+MODEL_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+
+
 def parallel_figure(records: dict[str, dict]):
     """Accuracy (%) against tokens per step for each model's record, beside LLaDA-8B-Instruct on GSM8K (Fast-dLLM
     paper, Fig. 5, read from the plot: their numbers). Lines: fixed schedules (one step per block at its
@@ -133,7 +136,8 @@ def parallel_figure(records: dict[str, dict]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9.5, 4))
-    for (label, record), color in zip(records.items(), ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
+    for i, (label, record) in enumerate(records.items()):   # every model gets a line, whatever their number
+        color = MODEL_COLORS[i % len(MODEL_COLORS)]
         rows = parallel_rows(record)
         fixed = [r for r in rows if r["fixed"]]
         ax.errorbar([r["k"] for r in fixed], [r["accuracy"] for r in fixed], fmt="o-", color=color, capsize=3,
