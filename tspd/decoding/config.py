@@ -134,8 +134,7 @@ class DecodeConfig:
         if unknown:
             raise UsageError(f"unknown {source} {', '.join(unknown)}: known keys are "
                              f"{', '.join(sorted(settings_keys()))}, plus controller.KEY and ce.KEY"
-                             + ("; policy is now called controller" if any(k.startswith("policy") for k in unknown)
-                                else ""))
+                             + renamed_hint(unknown))
         controller = str(given.pop("controller", cls.controller))
         if "threshold" in given:
             controller_kwargs["threshold"] = as_float("threshold", given.pop("threshold"))
@@ -203,6 +202,11 @@ class DecodeConfig:
     def to_dict(self) -> dict:
         """The settings as plain values."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def renamed_hint(unknown) -> str:
+    """What an unknown settings key that names the controller by its old word is told (issue 68)."""
+    return "; policy is now called controller" if any(k.startswith("policy") for k in unknown) else ""
 
 
 def settings_keys() -> tuple[str, ...]:

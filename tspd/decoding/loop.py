@@ -128,9 +128,9 @@ def generate(model: LoadedModel, prompts, config: DecodeConfig | None = None, *,
     (tokenized with ``tokenizer`` or the model's), id lists or a [B, P] id tensor, left-padded into one batch.
     ``config`` is the decoding (:class:`DecodeConfig`; None: vanilla LLaDA, one token per step over the
     checkpoint's own window) and ``overrides`` change its fields for this call (``cache="dual"``,
-    ``threshold=0.9``). ``controller``: a controller's name (the config's field, ``controller="fast-dllm"``), or a
-    ready :class:`Controller` in place of the config's (one built in memory, or wrapped to record what it sees). ``record_trace`` returns per-step traces
-    (:class:`Trace`); ``profile`` splits the wall time by phase (it synchronises the device: leave it off
+    ``threshold=0.9``). ``controller``: a controller's name (the config's field, ``controller="fast-dllm"``),
+    or a ready :class:`Controller` in place of the config's (one built in memory, or wrapped to record what it
+    sees). ``record_trace`` returns per-step traces (:class:`Trace`); ``profile`` splits the wall time by phase (it synchronises the device: leave it off
     to measure throughput); ``truncate_prompt`` keeps the last tokens of a prompt too long for the model
     instead of refusing it. Bad arguments raise :class:`tspd.validate.UsageError` before any decoding.
     """

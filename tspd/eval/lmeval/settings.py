@@ -37,7 +37,7 @@ import json
 import warnings
 from dataclasses import dataclass
 
-from tspd.decoding.config import DecodeConfig, settings_keys
+from tspd.decoding.config import DecodeConfig, renamed_hint, settings_keys
 from tspd.models.loading import DEFAULT_MODEL, Checkpoint, CheckpointError, load_tokenizer, task_spec
 from tspd.validate import CHAT_MODES, UsageError, as_bool, as_int, check_dtype
 
@@ -74,8 +74,7 @@ def parse_model_args(args: dict | str | None, device: str | None = None, batch_s
     if unknown:
         raise UsageError(f"unknown --model_args {', '.join(unknown)} for --model tspd: known keys are "
                          f"{', '.join(sorted(set(settings_keys() + OTHER_KEYS) - {'controller_kwargs', 'ce_kwargs'}))}, "
-                         f"plus controller.KEY and ce.KEY"
-                         + ("; policy is now called controller" if any(k.startswith("policy") for k in unknown) else ""))
+                         f"plus controller.KEY and ce.KEY" + renamed_hint(unknown))
     if args.get("batch_size") is not None and batch_size is not None and args["batch_size"] != batch_size:
         raise UsageError("batch_size given twice (--model_args and --batch_size): give it once, with --batch_size")
     batch = as_int("batch_size", args.get("batch_size", batch_size if batch_size is not None else 1), low=1)
