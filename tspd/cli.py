@@ -23,6 +23,7 @@ COMMANDS = {
     "bench-loop": ("tspd.commands.bench_loop", "time the loop's work beyond its forwards, per controller, CE and cache"),
     "regime": ("tspd.commands.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
     "dynamics": ("tspd.commands.dynamics", "a train-lm checkpoint's token-trace dynamics: the middle TSPD and CE read"),
+    "oracle-dynamics": ("tspd.commands.oracle_dynamics", "the dynamics a perfectly learned model would show on our tasks"),
     "controller-table": ("tspd.commands.controller_table", "the controller table (book/controllers.md): every controller, CE and cache"),
     "cache-agreement": ("tspd.commands.cache_agreement", "where cached decodings part from their no-cache twin"),
     "lmeval-example": ("tspd.commands.lmeval_example", "run the README's lm-eval example and store what it measured"),

@@ -9,8 +9,12 @@ theirs), and one figure: TSPD + CE's forwards relative to Fast-dLLM's against th
 """
 from __future__ import annotations
 
-from tspd.measures.dynamics import FAST, OURS, VANILLA, DynamicsConfig, measure_checkpoint, targets
+from tspd.measures.dynamics import FAST, OURS, TARGETS, VANILLA, DynamicsConfig, measure_checkpoint, targets
+from tspd.provenance import REPO_ROOT
 from tspd.records import dynamics as dynamics_file
+from tspd.records.files import read_json
+
+ORACLE = REPO_ROOT / "results" / "training" / "oracle" / "oracle.json"   # python -m tspd oracle-dynamics
 
 # LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here).
 THEIRS = [
@@ -73,6 +77,24 @@ def target_table(records: dict[str, dict]) -> list[dict]:
     return list(rows.values())
 
 
+def oracle_table(measured: dict[str, dict], path=ORACLE) -> list[dict]:
+    """The oracle record's designs (what a perfectly learned model shows on each task's data,
+    :mod:`tspd.measures.oracle`) beside the trained models of ``measured`` (their dynamics records): a row each,
+    the certain share and the four targets, value [95 % interval]."""
+    record = read_json(path)
+    rows = [("oracle: " + name, d["summary"], f"{record['n']} answers; {d['what']}")
+            for name, d in record["designs"].items()]
+    rows += [(f"trained: {label}", r["summary"], f"{r['summary']['prompts']} problems; its dynamics record")
+             for label, r in measured.items()]
+    cols = {"unsure": "right but unsure, %", "moved_middle": "moved, % of the middle", "flip_gap": "Fig. 1's gap, points",
+            "rise_crossed": "rise >= 3 before 0.9, %"}
+    table = [{"decoded": name, "certain at first forward, %": _cell(s["certain_first"]),
+              **{cols[k]: _cell(s[k]) for k in cols}, "on": on} for name, s, on in rows]
+    bound = {key: f">= {b:g}" for key, b, _ in TARGETS}
+    return table + [{"decoded": "target", "certain at first forward, %": "", **{cols[k]: bound[k] for k in cols},
+                     "on": "a model with the paper's middle"}]
+
+
 def premise_figure(records: dict[str, dict]):
     """Beyond the paper: per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's (95 % interval; below 1: the
     method is faster) against the share of answer tokens that are right but unsure (the premise it reads)."""
@@ -117,5 +139,5 @@ def dynamics_summary() -> str:
             + "; ".join(parts))
 
 
-__all__ = ["THEIRS", "dynamics_record", "dynamics_table", "band_table", "target_table", "premise_figure",
-           "dynamics_summary"]
+__all__ = ["THEIRS", "ORACLE", "dynamics_record", "dynamics_table", "band_table", "target_table", "oracle_table",
+           "premise_figure", "dynamics_summary"]

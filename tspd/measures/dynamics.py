@@ -249,10 +249,11 @@ def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int 
         bands.append(row)
     out["bands"] = bands
     out["flip_gap"] = _interval([np.array(r["fig1"]) for r in rows], flip_gap_of, **boot)
-    ratio = _interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows],
-                      lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1), digits=4, **boot)
-    out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in (VANILLA, "egp", FAST)},
-                     "egp_over_fast": ratio, "egp_same": sum(r["egp_same"] for r in rows)}
+    if rows and "egp_nfe" in rows[0]:   # decoded by a model (tspd.measures.oracle's traces have no forwards)
+        ratio = _interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows],
+                          lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1), digits=4, **boot)
+        out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in (VANILLA, "egp", FAST)},
+                         "egp_over_fast": ratio, "egp_same": sum(r["egp_same"] for r in rows)}
     if rows and f"{OURS}_nfe" in rows[0]:   # the method against Fast-dLLM on the same problems
         out[OURS] = {"nfe": sum(r[f"{OURS}_nfe"] for r in rows) / len(rows),
                      "over_fast": _interval([(r[f"{OURS}_nfe"], r[f"{FAST}_nfe"]) for r in rows],

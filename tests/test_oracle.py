@@ -1,0 +1,60 @@
+"""The Bayes oracle's decoding (tspd.measures.oracle) on hand-built answers, and its committed record rerun."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tspd.measures.oracle import Group, Layout, decode, designs, measure, permutations, styles, sums
+
+RECORD = Path(__file__).resolve().parents[1] / "results" / "training" / "oracle" / "oracle.json"
+
+
+def test_groups_condition_on_what_is_written():
+    assert permutations(2).marginals({}) == [{0: 0.5, 1: 0.5}, {0: 0.5, 1: 0.5}]
+    assert permutations(2).marginals({0: 1})[1] == {0: 1.0}
+    assert sums(2, (2, 3), 5).marginals({0: 2})[1] == {3: 1.0}
+    m = styles(2, 0.5, 0.6).marginals({})[0]
+    assert m[0] == pytest.approx(0.5 + 0.5 * 0.6)
+    m = styles(2, 0.5, 0.6).marginals({0: 0})[1]              # a first form written: the line more likely plain
+    assert m[0] == pytest.approx((0.5 + 0.5 * 0.6 * 0.6) / (0.5 + 0.5 * 0.6))
+
+
+def test_a_free_pair_is_a_jump_and_a_template_is_certain_at_once():
+    # two template tokens, then two slots holding 0 and 1 in either order, in a block of 4
+    lay = Layout([None, None, ("c", 0), ("c", 1)], {"c": permutations(2)}, 4)
+    (b,) = decode(lay, 4, 4)
+    assert b.certain_first.tolist() == [True, True, False, False]
+    # the template is written first (steps 0, 1) while the pair waits at 0.5; then the first slot is written with
+    # its argmax (0, the smallest value on a tie) and its sibling jumps to 1
+    assert b.conf.tolist() == [1, 1, 0.5, 0.5, 1, 0.5, 0.5, 0.5, 0.5, 1]
+    assert b.flip.tolist() == [False, False, False, True, False, False, True, False, True, False]
+    assert b.unsure.tolist() == [False, False, True, False]   # the first: three steps at 0.5 on its final token
+
+
+def test_sampling_draws_from_the_marginal_argmax_does_not():
+    lay = Layout([("c", 0), ("c", 1)], {"c": Group(((0.3, (0, 1)), (0.7, (1, 0))))}, 2)
+    firsts = {decode(lay, 2, 2, sample=np.random.default_rng(s))[0].flip[0].item() for s in range(20)}
+    assert firsts == {False, True}                              # the argmax (1) is sometimes not what is written
+    assert decode(lay, 2, 2)[0].flip.tolist() == [False, False, False]
+
+
+def test_the_committed_record_reproduces():
+    record = json.loads(RECORD.read_text())
+    built = designs(3, record["header"], record["tail"])
+    for name, stored in record["designs"].items():
+        layouts, seed, _ = built[name]
+        if seed is not None:       # a sampled design's draws run on through all n answers: its first rows need n
+            continue
+        got = measure(layouts, 256, 32)["rows"]
+        assert got == stored["first_rows"][:3], name
+
+
+def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
+    from tspd.book.dynamics import oracle_table
+    record = json.loads(RECORD.read_text())
+    summary = record["designs"]["styled"]["summary"]
+    rows = oracle_table({"a model": {"summary": summary}})
+    assert [r["decoded"] for r in rows] == [f"oracle: {d}" for d in record["designs"]] + ["trained: a model", "target"]
+    assert rows[-1]["moved, % of the middle"] == ">= 20" and rows[1] == {**rows[-2], "decoded": "oracle: styled",
+                                                                         "on": rows[1]["on"]}

@@ -1,0 +1,189 @@
+"""What a model that had learned its data exactly would show: Section 3's measures on a Bayes oracle.
+
+The dynamics record (:mod:`tspd.measures.dynamics`) reads a trained model's vanilla traces. Here the same decoding
+(one token a step: the most confident masked position of the current block, block by block, the paper's window)
+runs on the *exact posterior* of a task's generative process in place of a network, and the same measures
+(:func:`tspd.measures.dynamics.block_measures`) read its traces. So a task design can be judged before any
+training: what middle does its data hold for a model that has learned it perfectly?
+
+An answer is a :class:`Layout`: a list of slots, each either certain (the template, EOS) or a place in a
+:class:`Group`, a small joint distribution over some of the answer's tokens (a line's chores, its hours, its
+style's markers) given as rows ``(probability, values)``. A masked slot's confidence is the largest marginal of its
+group given the values already written; its argmax the value with that marginal. The committed value is the
+argmax (vanilla's greedy decoding) or, with ``sample``, a draw from the marginal: a calibrated model's sampling,
+under which a token's confidence is a martingale and P(flip | confidence) cannot depend on the trace's history
+(Fig. 1's gap is then 0 up to noise).
+
+:func:`styled_layout` is the ``styled`` task's exact process (:mod:`tspd.tasks.styled`); :func:`roster_layout` the
+``roster`` task's; :func:`phrasings_layout` a generic family (each line one of M phrasings drawn with skewed odds,
+every token a function of the phrasing), the most favourable to moved traces found while designing issue 67's task.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+import torch
+
+from tspd.measures.dynamics import BlockMeasures, DynamicsConfig, block_measures, prompt_measures, summary
+
+
+@dataclass(frozen=True)
+class Group:
+    """A joint distribution over a few answer slots: rows of (probability, one value per slot)."""
+    rows: tuple
+
+    def marginals(self, known: dict[int, int]) -> list[dict[int, float]]:
+        """Each slot's distribution given the values ``known`` ({slot: value}) already written."""
+        rows = [(p, v) for p, v in self.rows if p > 0 and all(v[i] == x for i, x in known.items())]
+        z = sum(p for p, _ in rows)
+        out = [{} for _ in self.rows[0][1]]
+        for p, values in rows:
+            for i, x in enumerate(values):
+                out[i][x] = out[i].get(x, 0.0) + p / z
+        return out
+
+
+def permutations(n: int) -> Group:
+    """``n`` slots holding 0 .. n-1 in any order, equally likely (a roster line's chores)."""
+    perms = list(itertools.permutations(range(n)))
+    return Group(tuple((1 / len(perms), p) for p in perms))
+
+
+def sums(n: int, values: tuple[int, ...], total: int) -> Group:
+    """``n`` slots from ``values`` adding up to ``total``, every such tuple equally likely (a styled line's hours)."""
+    ok = [v for v in itertools.product(values, repeat=n) if sum(v) == total]
+    return Group(tuple((1 / len(ok), v) for v in ok))
+
+
+def styles(n: int, p_plain: float, p_first: float) -> Group:
+    """``n`` binary markers (0: first form): all 0 on a plain line (odds ``p_plain``), else each 0 with ``p_first``."""
+    rows = [(p_plain * (sum(v) == 0) + (1 - p_plain) * prod(p_first if x == 0 else 1 - p_first for x in v), v)
+            for v in itertools.product((0, 1), repeat=n)]
+    return Group(tuple(rows))
+
+
+@dataclass
+class Layout:
+    """An answer: ``slots`` (None: a certain token; ``(group, index)``: a place in ``groups[group]``); its first
+    ``answer`` positions are answer tokens (the rest EOS)."""
+    slots: list
+    groups: dict
+    answer: int
+
+
+def styled_layout(problem: dict, header: int, tail: int, odds: tuple[float, float] | None = None) -> Layout:
+    """The ``styled`` task's process for ``problem``: per line ``header`` certain tokens (``On day k they``), the
+    verb, each chore (a permutation), its joiner, its hours (2 or 3, adding up to the total), the separators, the
+    full stop and the newline; ``tail`` certain tokens end the answer (``#### D``). ``odds``: (P_PLAIN,
+    P_MIXED_FIRST) in place of the task's, to try other styles on the same problems."""
+    from tspd.tasks import styled
+    n = len(problem["chores"])
+    p_plain, p_first = odds or (styled.P_PLAIN, styled.P_MIXED_FIRST)
+    slots, groups = [], {}
+    for d in range(problem["days"]):
+        m, c, h = f"m{d}", f"c{d}", f"h{d}"
+        groups[m] = styles(2 * n, p_plain, p_first)
+        groups[c], groups[h] = permutations(n), sums(n, styled.HOURS, problem["total"])
+        marker = iter(range(2 * n))
+        slots += [None] * header + [(m, next(marker))]
+        for i in range(n):
+            slots += [(c, i), (m, next(marker)), (h, i)] + ([(m, next(marker))] if i < n - 1 else [])
+        slots += [None, None]
+    slots += [None] * tail
+    return Layout(slots, groups, len(slots))
+
+
+def roster_layout(problem: dict, header: int, tail: int) -> Layout:
+    """The ``roster`` task's process: per line ``header`` certain tokens, each chore (a permutation) and its
+    separator (certain), the full stop and the newline."""
+    n = len(problem["chores"])
+    slots, groups = [], {}
+    for d in range(problem["days"]):
+        groups[f"c{d}"] = permutations(n)
+        slots += [None] * (header + 1) + [t for i in range(n) for t in ((f"c{d}", i), None)] + [None]
+    slots += [None] * tail
+    return Layout(slots, groups, len(slots))
+
+
+def phrasings_layout(rng: random.Random, lines: int = 8, header: int = 2, span: int = 28, phrasings: int = 32,
+                     skew: float = 0.9) -> Layout:
+    """A generic family: per line ``header`` certain tokens, then ``span`` binary tokens, each a fixed random function
+    of the line's phrasing, one of ``phrasings`` drawn with odds ``skew ** rank``; a certain newline."""
+    slots, groups = [], {}
+    odds = [skew ** r for r in range(phrasings)]
+    for d in range(lines):
+        table = [tuple(rng.randrange(2) for _ in range(span)) for _ in range(phrasings)]
+        groups[d] = Group(tuple((o / sum(odds), row) for o, row in zip(odds, table)))
+        slots += [None] * header + [(d, i) for i in range(span)] + [None]
+    return Layout(slots, groups, len(slots))
+
+
+def decode(layout: Layout, gen_length: int, block_length: int, cfg: DynamicsConfig = DynamicsConfig(),
+           sample: np.random.Generator | None = None) -> list[BlockMeasures]:
+    """Vanilla decoding of ``layout`` by its exact posterior, one measured block at a time (the answer cut at
+    ``gen_length``): each step commits the most confident masked slot of the block (the first on ties), its argmax
+    (the smallest value on ties) or, with ``sample``, a draw from its marginal."""
+    slots = (layout.slots + [None] * gen_length)[:gen_length]
+    answer = torch.arange(gen_length) < layout.answer
+    known = {g: {} for g in layout.groups}
+    value, done = [0] * gen_length, [False] * gen_length
+    out = []
+    for lo in range(0, gen_length, block_length):
+        block = range(lo, lo + block_length)
+        confs, args, masks = [], [], []
+        while not all(done[i] for i in block):
+            touched = {slots[i][0] for i in block if slots[i] and not done[i]}
+            marg = {g: layout.groups[g].marginals(known[g]) for g in touched}
+            dists = [None if done[i] or slots[i] is None else marg[slots[i][0]][slots[i][1]] for i in block]
+            best = [None if d is None else min(d, key=lambda x: (-d[x], x)) for d in dists]
+            confs.append([1.0 if d is None else d[b] for d, b in zip(dists, best)])
+            args.append([value[i] if d is None else b for i, d, b in zip(block, dists, best)])
+            masks.append([not done[i] for i in block])
+            j = min((k for k, m in enumerate(masks[-1]) if m), key=lambda k: (-confs[-1][k], k))
+            i, d, chosen = block[j], dists[j], args[-1][j]
+            if d is not None and sample is not None:
+                xs = sorted(d)
+                chosen = xs[sample.choice(len(xs), p=np.array([d[x] for x in xs]) / sum(d.values()))]
+            value[i], done[i] = chosen, True
+            if slots[i]:
+                known[slots[i][0]][slots[i][1]] = chosen
+        final = torch.tensor([value[i] for i in block])
+        out.append(block_measures(torch.tensor(confs), torch.tensor(args) == final, torch.tensor(masks),
+                                  answer[lo:lo + block_length], cfg))
+    return out
+
+
+def measure(layouts, gen_length: int, block_length: int, cfg: DynamicsConfig = DynamicsConfig(),
+            sample_seed: int | None = None) -> dict:
+    """The dynamics summary (:func:`tspd.measures.dynamics.summary`, intervals over answers) of decoding every
+    layout, and its per-answer rows; ``sample_seed``: commits drawn from the posterior."""
+    rng = None if sample_seed is None else np.random.default_rng(sample_seed)
+    rows = [prompt_measures(decode(lay, gen_length, block_length, cfg, rng), cfg) for lay in layouts]
+    return {"summary": summary(rows, cfg), "rows": rows}
+
+
+ODDS = ((0.3, 0.4), (0.2, 0.4), (0.5, 0.4), (0.3, 0.6))   # other (P_PLAIN, P_MIXED_FIRST) of styled tried
+
+
+def designs(n: int, header: int, tail: int) -> dict[str, tuple[list[Layout], int | None, str]]:
+    """The record's designs on ``n`` answers each: name -> (layouts, sample seed or None for argmax, what it is)."""
+    from tspd.tasks import roster, styled
+    st, ro, rng = styled.load_split("test", n), roster.load_split("test", n), random.Random(0)
+    out = {"roster": ([roster_layout(p, header, tail) for p in ro], None, "the roster task (tiny-roster's)"),
+           "styled": ([styled_layout(p, header, tail) for p in st], None, "the styled task (tiny-styled's)"),
+           "styled, sampled": ([styled_layout(p, header, tail) for p in st], 0,
+                               "the styled task, each commit drawn from its marginal (a calibrated sampler)")}
+    for odds in ODDS:
+        out[f"styled, odds {odds[0]} / {odds[1]}"] = ([styled_layout(p, header, tail, odds) for p in st], None,
+                                                      "the styled task with other odds (P_PLAIN / P_MIXED_FIRST)")
+    out["phrasings"] = ([phrasings_layout(rng) for _ in range(n)], None,
+                        "each line one of 32 phrasings (odds 0.9 ** rank), 28 binary tokens a function of it")
+    return out
+
+
+__all__ = ["ODDS", "designs", "Group", "permutations", "sums", "styles", "Layout", "styled_layout", "roster_layout", "phrasings_layout",
+           "decode", "measure"]
