@@ -103,3 +103,42 @@ def test_pareto_sweeps_are_named_in_the_record_from_their_controller_and_cache()
     assert list(got) == ["Vanilla / none", "TSPD + CE / none", "Fast-dLLM / none"] == [pareto.name(*s) for s in runs]
     assert got["Fast-dLLM / none"]["ratio"] == pytest.approx(2.0) and got["TSPD + CE / none"]["ratio"] == 1.0
     assert np.isfinite(A.weight(0.0, 0.0))
+
+
+def test_forwards_at_reads_the_sweep_where_it_reaches_an_accuracy():
+    sweep = [(100.0, 90.0), (40.0, 50.0), (60.0, 70.0)]            # (forwards, accuracy %), any order
+    assert A.forwards_at(sweep, 60.0) == pytest.approx(50.0)          # halfway between 40 and 60 forwards
+    assert A.forwards_at(sweep, 90.0) == 100.0
+    assert A.forwards_at(sweep, 30.0) == 40.0                         # its cheapest point already does
+    assert A.forwards_at(sweep, 95.0) == math.inf
+
+
+def _write_run(folder, key, right, nfe):
+    ResultsFile(folder / f"{key}.jsonl").append([{"id": f"p{i}", "correct": c, "nfe": n}
+                                                 for i, (c, n) in enumerate(zip(right, nfe))])
+
+
+def test_equal_accuracy_divides_the_sweeps_forwards_at_the_references_accuracy(tmp_path):
+    n = 40
+    _write_run(tmp_path, "ref", [True] * 36 + [False] * 4, [50] * n)           # 90 % in 50 forwards
+    _write_run(tmp_path, "g1", [True] * 20 + [False] * 20, [20] * n)           # 50 % in 20
+    _write_run(tmp_path, "g2", [False] * 3 + [True] * 37, [120] * n)           # 92.5 % in 120, on other problems
+    pt = lambda key, s: {"setting": s, "key": key, "tpf": 1.0, "accuracy": 0.0}  # noqa: E731 (read from the rows)
+    rec = {"model": "m", "tasks": {"t": {"Fast-dLLM / none": {"points": [pt("ref", 0.9)]},
+                                         "TSPD + CE / none": {"points": [pt("g1", 0.5), pt("g2", 0.99)]}}}}
+    path = tmp_path / "pareto.json"
+    path.write_text(json.dumps(rec))
+    got = pareto.equal_accuracy(path, n_boot=200)
+    assert got["value"] == pytest.approx((20 + (90 - 50) / (92.5 - 50) * 100) / 50)   # 2.28: slower at equal accuracy
+    assert got["n"] == n and got["lo"] <= got["value"] <= got["hi"]
+    assert got["hi"] == math.inf          # resamples where the reference beats the sweep's best: never reached there
+    rec["tasks"]["t"].pop("TSPD + CE / none")
+    path.write_text(json.dumps(rec))
+    assert pareto.equal_accuracy(path) is None
+
+
+def test_the_premise_figure_reads_every_committed_sweep():
+    from tspd.book.dynamics import sweep_ratios
+    got = sweep_ratios()
+    assert {"tiny-roster", "tiny-styled"} <= set(got)
+    assert got["tiny-styled"]["lo"] > 1      # slower than Fast-dLLM at its accuracy, the whole interval

@@ -95,26 +95,56 @@ def oracle_table(measured: dict[str, dict], path=ORACLE) -> list[dict]:
                      "on": "a model with the paper's middle"}]
 
 
-def premise_figure(records: dict[str, dict]):
-    """Beyond the paper: per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's (95 % interval; below 1: the
-    method is faster) against the share of answer tokens that are right but unsure (the premise it reads)."""
+def sweep_ratios() -> dict[str, dict]:
+    """Per model with a Pareto record (the book's ``results/pareto.json``, a training record's
+    ``results/training/*/pareto/pareto.json``): TSPD + CE's forwards at Fast-dLLM 0.9's accuracy along its gate
+    sweep, over Fast-dLLM's (:func:`tspd.book.pareto.equal_accuracy`)."""
+    from tspd.book.pareto import RECORD, equal_accuracy
+    out = {}
+    for path in [RECORD, *sorted((REPO_ROOT / "results" / "training").glob("*/pareto/pareto.json"))]:
+        got = equal_accuracy(path) if path.is_file() else None
+        if got:
+            out.setdefault(got["model"], got)
+    return out
+
+
+def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = None):
+    """Beyond the paper (issue 67, item 5): per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal
+    accuracy (95 % interval; below 1: the method is faster) against the share of answer tokens that are right but
+    unsure (the premise it reads). A model with a gate sweep (``sweeps``, :func:`sweep_ratios`) is placed at
+    Fast-dLLM's accuracy along it; another at the default gate, whose right answers the legend gives (equal
+    accuracy only where they agree). An interval open at the top (the sweep short of the accuracy in some
+    resamples) is drawn to the frame with an arrow."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    sweeps = sweep_ratios() if sweeps is None else sweeps
+    points = []
     for label, r in records.items():
         s = r["summary"]
-        ratio = (s.get(OURS) or {}).get("over_fast")
-        if ratio is None:
+        if label in sweeps:
+            q = sweeps[label]
+            how = f"at Fast-dLLM 0.9's {q['reference_accuracy']:.1f} % along the gate sweep, n = {q['n']}"
+        elif (s.get(OURS) or {}).get("over_fast"):
+            q = s[OURS]["over_fast"]
+            how = (f"default gate; right: TSPD + CE {s.get(OURS + '_correct')}, Fast-dLLM "
+                   f"{s.get(FAST + '_correct')} of {s['prompts']}")
+        else:
             continue
-        u = s["unsure"]
-        ax.errorbar(u["value"], ratio["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
-                    yerr=[[ratio["value"] - ratio["lo"]], [ratio["hi"] - ratio["value"]]], fmt="o", capsize=3,
-                    label=f"{label} (right: TSPD + CE {s.get(OURS + '_correct')}, Fast-dLLM "
-                          f"{s.get(FAST + '_correct')} of {s['prompts']})")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        points.append((label, s["unsure"], q, how))
+    top = max([1.2] + [1.1 * v for _, _, q, _ in points for v in (q["value"], q["hi"]) if v < float("inf")])
+    fig, ax = plt.subplots(figsize=(8.0, 4.8))
+    for label, u, q, how in points:
+        hi = min(q["hi"], top)
+        line = ax.errorbar(u["value"], q["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
+                           yerr=[[q["value"] - q["lo"]], [hi - q["value"]]], fmt="o", capsize=3,
+                           label=f"{label} ({how})")
+        if q["hi"] > top:
+            ax.plot(u["value"], top, marker="^", color=line[0].get_color(), clip_on=False)
+    ax.set_ylim(0, top)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_xlabel("right but unsure, % of answer tokens (vanilla traces)")
-    ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9 forwards")
+    ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9's\nat equal accuracy")
     ax.set_title("Does the method's gain grow with its premise? (ours, each model's own test problems)", fontsize=9,
                  loc="left")
     fig.tight_layout()
@@ -140,4 +170,4 @@ def dynamics_summary() -> str:
 
 
 __all__ = ["THEIRS", "ORACLE", "dynamics_record", "dynamics_table", "band_table", "target_table", "oracle_table",
-           "premise_figure", "dynamics_summary"]
+           "sweep_ratios", "premise_figure", "dynamics_summary"]

@@ -20,8 +20,9 @@ import numpy as np
 
 from tspd.book.claims.runs import _paired, point_series, sweep_aups
 from tspd.decoding.names import display_name
-from tspd.eval.aup import ALPHA, DROP, aups, point
+from tspd.eval.aup import ALPHA, DROP, aups, forwards_at, point
 from tspd.provenance import REPO_ROOT
+from tspd.records import runs as run_files
 
 RECORD = REPO_ROOT / "results" / "pareto.json"
 REFERENCE = display_name("tspd", True)   # the controller every other is divided by in the ratio column, cache by cache
@@ -113,4 +114,37 @@ def recomputed_aups(task_record: Mapping[str, dict]) -> dict[str, float]:
     return aups({m: [(p["tpf"], p["accuracy"]) for p in s["points"]] for m, s in task_record.items()})
 
 
-__all__ = ["RECORD", "REFERENCE", "Sweeps", "name", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]
+def equal_accuracy(path: str | Path = RECORD, method: str = REFERENCE, reference: str = "Fast-dLLM",
+                   setting: float = 0.9, cache: str = "none", n_boot: int = 2000, seed: int = 0) -> dict | None:
+    """A Pareto record's ``method`` at ``reference``'s accuracy (its ``setting``): the forwards ``method``'s sweep
+    needs to reach that accuracy (:func:`tspd.eval.aup.forwards_at`) over ``reference``'s forwards, with a 95 %
+    interval over the problems resampled for every run at once; ``inf`` where the sweep never reaches it (in a
+    resample, too: the interval's top is then ``inf``). The runs' rows are read beside the record or from the
+    book's ``results/runs``; None where the record lacks either sweep or a run's rows."""
+    path = Path(path)
+    rec = json.loads(path.read_text())
+    (task, sweeps), = rec["tasks"].items()
+    ref = next((p for p in sweeps.get(name(reference, cache), {}).get("points", []) if p["setting"] == setting), None)
+    ours = sweeps.get(name(method, cache), {}).get("points", [])
+    keys = [ref["key"]] + [p["key"] for p in ours] if ref and ours else []
+    folders = [path.parent if run_files.rows_file(k, path.parent).exists() else None for k in keys]
+    rows = [run_files.stored(k, f) for k, f in zip(keys, folders)]
+    if not rows or not all(rows):
+        return None
+    ids = sorted(set.intersection(*(set(r) for r in rows)))
+    right = np.array([[bool(r[i]["correct"]) for i in ids] for r in rows], dtype=float)
+    nfe = np.array([[r[i]["nfe"] for i in ids] for r in rows], dtype=float)
+
+    def ratio(idx):
+        acc, fwd = 100 * right[:, idx].mean(1), nfe[:, idx].mean(1)
+        return forwards_at(zip(fwd[1:], acc[1:]), acc[0]) / fwd[0]
+
+    every = np.arange(len(ids))
+    boots = np.array([ratio(idx) for idx in np.random.default_rng(seed).integers(0, len(ids), (n_boot, len(ids)))])
+    lo, hi = np.percentile(boots, [2.5, 97.5], method="inverted_cdf")   # no interpolation: an inf stays inf
+    return {"model": rec["model"], "task": task, "n": len(ids), "value": float(ratio(every)), "lo": float(lo),
+            "hi": float(hi), "reference": f"{reference} {setting:g}", "reference_accuracy": float(100 * right[0].mean()),
+            "reference_forwards": float(nfe[0].mean()), "method": method, "record": str(path)}
+
+
+__all__ = ["RECORD", "REFERENCE", "Sweeps", "equal_accuracy", "name", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]

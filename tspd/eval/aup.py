@@ -63,6 +63,21 @@ def aups(methods: Mapping[str, Sequence[Point]], y_max: float | None = None, **k
     return {name: aup(pts, top, **kw) for name, pts in methods.items()}
 
 
+def forwards_at(points: Iterable[tuple[float, float]], accuracy: float) -> float:
+    """The fewest forwards at which a sweep reaches ``accuracy`` (%): its points ``(forwards, accuracy %)`` joined in
+    order of forwards, the first segment that rises to ``accuracy`` interpolated linearly (the cheapest point where
+    it already does); ``inf`` where no point reaches it. What "at equal accuracy" reads off a threshold sweep."""
+    pts = sorted((float(f), float(y)) for f, y in points)
+    if not pts:
+        raise ValueError("a sweep needs at least one (forwards, accuracy) point")
+    if pts[0][1] >= accuracy:
+        return pts[0][0]
+    for (f0, y0), (f1, y1) in zip(pts, pts[1:]):
+        if y0 < accuracy <= y1:
+            return f0 + (accuracy - y0) / (y1 - y0) * (f1 - f0)
+    return math.inf
+
+
 def point(rows: Sequence[dict]) -> Point:
     """A run's point from its stored rows: (TPF, accuracy in %)."""
     from tspd.eval.results import tpf
@@ -74,4 +89,4 @@ def point(rows: Sequence[dict]) -> Point:
     return rho, 100.0 * sum(bool(r["correct"]) for r in rows) / len(rows)
 
 
-__all__ = ["ALPHA", "DROP", "Point", "weight", "kept", "aup", "best_accuracy", "aups", "point"]
+__all__ = ["ALPHA", "DROP", "Point", "weight", "kept", "aup", "best_accuracy", "aups", "forwards_at", "point"]
