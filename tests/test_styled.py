@@ -64,3 +64,16 @@ def test_the_benchmark_grades_by_the_styled_rules():
     s = task.samples(2)
     assert task.grade(s[0], s[0]["answer"])["correct"]
     assert task.grade(s[0], s[0]["answer"].replace(" each ", " must ").replace(" will ", " must "))["reason"]
+
+
+def test_leaning_is_styled_with_other_odds():
+    from tspd.tasks import leaning
+    problems = leaning.load_split("test")
+    assert all(leaning.right(p, p["answer"]) for p in problems)
+    styles = "".join(p["styles"] for p in problems)
+    assert abs(styles.count("P") / len(styles) - leaning.P_PLAIN) < 0.03
+    mixed = [line for p in problems for line, s in zip(p["answer"].splitlines(), p["styles"]) if s == "M"]
+    firsts = sum(line.count(" will ") + line.count(", ") + line.count(" and ") for line in mixed)
+    seconds = sum(line.count(" each ") + line.count("; ") for line in mixed)
+    assert 0.3 < firsts / (firsts + seconds) < 0.5     # joiners and verbs of mixed lines lean to the second forms
+    assert leaning.fingerprint() != styled.fingerprint()

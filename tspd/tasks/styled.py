@@ -47,20 +47,21 @@ STYLES = "PM"        # plain, mixed (a problem's ``styles``: one letter a line)
 HOURS = (2, 3)   # a chore's hours; a day's total decides how many take 3
 
 
-def _form(rng: random.Random, mixed: bool, kind: str) -> str:
+def _form(rng: random.Random, mixed: bool, kind: str, p_first: float = P_MIXED_FIRST) -> str:
     """A marker of ``kind``: its first form on a plain line; on a mixed one, the first with probability
-    P_MIXED_FIRST, else the second."""
-    return FORMS[kind][int(mixed and rng.random() >= P_MIXED_FIRST)]
+    ``p_first``, else the second."""
+    return FORMS[kind][int(mixed and rng.random() >= p_first)]
 
 
-def line(rng: random.Random, mixed: bool, day: int, chores: list[str], hours: list[int]) -> str:
+def line(rng: random.Random, mixed: bool, day: int, chores: list[str], hours: list[int],
+         p_first: float = P_MIXED_FIRST) -> str:
     """``On day <day> they <verb> <chore><item><hours><sep>...<last><chore><item><hours>.``, each marker drawn
     by :func:`_form`."""
-    items = [f"{c}{_form(rng, mixed, 'item')}{h}" for c, h in zip(chores, hours)]
-    text = f"On day {day} they {_form(rng, mixed, 'verb')} {items[0]}"
+    items = [f"{c}{_form(rng, mixed, 'item', p_first)}{h}" for c, h in zip(chores, hours)]
+    text = f"On day {day} they {_form(rng, mixed, 'verb', p_first)} {items[0]}"
     for item in items[1:-1]:
-        text += _form(rng, mixed, "sep") + item
-    return text + _form(rng, mixed, "last") + items[-1] + "."
+        text += _form(rng, mixed, "sep", p_first) + item
+    return text + _form(rng, mixed, "last", p_first) + items[-1] + "."
 
 
 def day_hours(rng: random.Random, n: int, long: int) -> list[int]:
@@ -69,14 +70,15 @@ def day_hours(rng: random.Random, n: int, long: int) -> list[int]:
     return [HOURS[i in three] for i in range(n)]
 
 
-def make_problem(rng: random.Random) -> dict:
+def make_problem(rng: random.Random, odds: tuple[float, float] = (P_PLAIN, P_MIXED_FIRST)) -> dict:
     """A ``roster`` problem whose question also states the day's hours, each line of its plan in a drawn style:
-    ``roster``'s keys plus ``styles`` (``P`` plain or ``M`` mixed, a letter a line) and ``total`` (hours a day)."""
+    ``roster``'s keys plus ``styles`` (``P`` plain or ``M`` mixed, a letter a line) and ``total`` (hours a day).
+    ``odds``: (P_PLAIN, P_MIXED_FIRST), another task's (:mod:`tspd.tasks.leaning`)."""
     p = roster.make_problem(rng)
     n = len(p["chores"])
     total = HOURS[0] * n + rng.randint(1, n - 1)   # 1 .. n-1 chores of 3 hours: each day's places are free
-    mixed = [rng.random() >= P_PLAIN for _ in range(p["days"])]
-    lines = [line(rng, m, d + 1, rng.sample(p["chores"], n), day_hours(rng, n, total - HOURS[0] * n))
+    mixed = [rng.random() >= odds[0] for _ in range(p["days"])]
+    lines = [line(rng, m, d + 1, rng.sample(p["chores"], n), day_hours(rng, n, total - HOURS[0] * n), odds[1])
              for d, m in enumerate(mixed)]
     question = p["question"] + f" Each chore takes 2 or 3 hours, and they work {total} hours a day in all."
     return dict(p, template=f"styled{n}", question=question, answer="\n".join(lines) + f"\n#### {p['days']}",
