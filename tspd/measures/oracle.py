@@ -185,5 +185,5 @@ def designs(n: int, header: int, tail: int) -> dict[str, tuple[list[Layout], int
     return out
 
 
-__all__ = ["ODDS", "designs", "Group", "permutations", "sums", "styles", "Layout", "styled_layout", "roster_layout", "phrasings_layout",
-           "decode", "measure"]
+__all__ = ["Group", "permutations", "sums", "styles", "Layout", "styled_layout", "roster_layout", "phrasings_layout",
+           "decode", "measure", "ODDS", "designs"]
