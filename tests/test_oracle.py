@@ -57,4 +57,4 @@ def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
     rows = oracle_table({"a model": {"summary": summary}})
     assert [r["decoded"] for r in rows] == [f"oracle: {d}" for d in record["designs"]] + ["trained: a model", "target"]
     assert rows[-1]["moved, % of the middle"] == ">= 20" and rows[1] == {**rows[-2], "decoded": "oracle: styled",
-                                                                         "on": rows[1]["on"]}
+                                                                         "n": "100 answers"}

@@ -82,17 +82,14 @@ def oracle_table(measured: dict[str, dict], path=ORACLE) -> list[dict]:
     :mod:`tspd.measures.oracle`) beside the trained models of ``measured`` (their dynamics records): a row each,
     the certain share and the four targets, value [95 % interval]."""
     record = read_json(path)
-    rows = [("oracle: " + name, d["summary"], f"{record['n']} answers; {d['what']}")
-            for name, d in record["designs"].items()]
-    rows += [(f"trained: {label}", r["summary"], f"{r['summary']['prompts']} problems; its dynamics record")
-             for label, r in measured.items()]
+    rows = [(f"oracle: {name}", d["summary"], f"{record['n']} answers") for name, d in record["designs"].items()]
+    rows += [(f"trained: {label}", r["summary"], f"{r['summary']['prompts']} problems") for label, r in measured.items()]
     cols = {"unsure": "right but unsure, %", "moved_middle": "moved, % of the middle", "flip_gap": "Fig. 1's gap, points",
             "rise_crossed": "rise >= 3 before 0.9, %"}
-    table = [{"decoded": name, "certain at first forward, %": _cell(s["certain_first"]),
-              **{cols[k]: _cell(s[k]) for k in cols}, "on": on} for name, s, on in rows]
+    table = [{"decoded": name, "n": n, "certain at first forward, %": _cell(s["certain_first"]),
+              **{cols[k]: _cell(s[k]) for k in cols}} for name, s, n in rows]
     bound = {key: f">= {b:g}" for key, b, _ in TARGETS}
-    return table + [{"decoded": "target", "certain at first forward, %": "", **{cols[k]: bound[k] for k in cols},
-                     "on": "a model with the paper's middle"}]
+    return table + [{"decoded": "target", "n": "", "certain at first forward, %": "", **{cols[k]: bound[k] for k in cols}}]
 
 
 def sweep_ratios() -> dict[str, dict]:
@@ -141,7 +138,7 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
         if q["hi"] > top:
             ax.plot(u["value"], top, marker="^", color=line[0].get_color(), clip_on=False)
     ax.set_ylim(0, top)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
+    ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_xlabel("right but unsure, % of answer tokens (vanilla traces)")
     ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9's\nat equal accuracy")
