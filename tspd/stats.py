@@ -30,12 +30,13 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], stat: Callable[[np.
 
 
 def joint_bootstrap(series: Sequence, stat: Callable[..., float], n_boot: int = 2000, seed: int = 0,
-                    level: float = 0.95) -> tuple[float, float, float]:
+                    level: float = 0.95, method: str = "linear") -> tuple[float, float, float]:
     """``stat(*series)`` and its percentile interval, every series resampled with the same problems.
 
     Each series holds one entry per problem along its first axis (a row of several columns per
     problem is allowed: correct, generated tokens, forwards), all in the same problem order; this is
-    how statistics of several runs at once (AUP over a threshold sweep) keep their pairing.
+    how statistics of several runs at once (AUP over a threshold sweep) keep their pairing. ``method``:
+    numpy's percentile method (``inverted_cdf`` takes observed values only, so an ``inf`` stays ``inf``).
     """
     arrays = [np.asarray(s, dtype=float) for s in series]
     n = len(arrays[0]) if arrays else 0
@@ -44,7 +45,7 @@ def joint_bootstrap(series: Sequence, stat: Callable[..., float], n_boot: int = 
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
     boots = np.array([stat(*(x[i] for x in arrays)) for i in idx])
-    return (float(stat(*arrays)), *percentile_interval(boots, level))
+    return (float(stat(*arrays)), *percentile_interval(boots, level, method))
 
 
 def cluster_bootstrap(clusters: Sequence, stat: Callable[[list], float], n_boot: int = 2000, seed: int = 0,
@@ -64,10 +65,10 @@ def cluster_bootstrap(clusters: Sequence, stat: Callable[[list], float], n_boot:
     return (float(stat(clusters)), *percentile_interval(np.array(boots), level))
 
 
-def percentile_interval(boots: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_interval(boots: np.ndarray, level: float, method: str = "linear") -> tuple[float, float]:
     """The percentile interval of bootstrap values at ``level`` (0.95: their 2.5th and 97.5th percentiles)."""
     tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(boots, [tail, 100 - tail])
+    lo, hi = np.percentile(boots, [tail, 100 - tail], method=method)
     return float(lo), float(hi)
 
 

@@ -23,6 +23,8 @@ from tspd.decoding.names import display_name
 from tspd.eval.aup import ALPHA, DROP, aups, forwards_at, point
 from tspd.provenance import REPO_ROOT
 from tspd.records import runs as run_files
+from tspd.records.files import read_json
+from tspd.stats import joint_bootstrap
 
 RECORD = REPO_ROOT / "results" / "pareto.json"
 REFERENCE = display_name("tspd", True)   # the controller every other is divided by in the ratio column, cache by cache
@@ -122,7 +124,7 @@ def equal_accuracy(path: str | Path = RECORD, method: str = REFERENCE, reference
     resample, too: the interval's top is then ``inf``). The runs' rows are read beside the record or from the
     book's ``results/runs``; None where the record lacks either sweep or a run's rows."""
     path = Path(path)
-    rec = json.loads(path.read_text())
+    rec = read_json(path)
     (task, sweeps), = rec["tasks"].items()
     ref = next((p for p in sweeps.get(name(reference, cache), {}).get("points", []) if p["setting"] == setting), None)
     ours = sweeps.get(name(method, cache), {}).get("points", [])
@@ -132,19 +134,16 @@ def equal_accuracy(path: str | Path = RECORD, method: str = REFERENCE, reference
     if not rows or not all(rows):
         return None
     ids = sorted(set.intersection(*(set(r) for r in rows)))
-    right = np.array([[bool(r[i]["correct"]) for i in ids] for r in rows], dtype=float)
-    nfe = np.array([[r[i]["nfe"] for i in ids] for r in rows], dtype=float)
+    right = [[bool(r[i]["correct"]) for r in rows] for i in ids]    # a row per problem, a column per run
+    nfe = [[r[i]["nfe"] for r in rows] for i in ids]
 
-    def ratio(idx):
-        acc, fwd = 100 * right[:, idx].mean(1), nfe[:, idx].mean(1)
+    def ratio(right, nfe):
+        acc, fwd = 100 * right.mean(0), nfe.mean(0)
         return forwards_at(zip(fwd[1:], acc[1:]), acc[0]) / fwd[0]
 
-    every = np.arange(len(ids))
-    boots = np.array([ratio(idx) for idx in np.random.default_rng(seed).integers(0, len(ids), (n_boot, len(ids)))])
-    lo, hi = np.percentile(boots, [2.5, 97.5], method="inverted_cdf")   # no interpolation: an inf stays inf
-    return {"model": rec["model"], "task": task, "n": len(ids), "value": float(ratio(every)), "lo": float(lo),
-            "hi": float(hi), "reference": f"{reference} {setting:g}", "reference_accuracy": float(100 * right[0].mean()),
-            "reference_forwards": float(nfe[0].mean()), "method": method, "record": str(path)}
-
+    value, lo, hi = joint_bootstrap([right, nfe], ratio, n_boot, seed, method="inverted_cdf")
+    return {"model": rec["model"], "task": task, "n": len(ids), "value": value, "lo": lo, "hi": hi,
+            "reference": f"{reference} {setting:g}", "reference_accuracy": 100 * float(np.mean(right, 0)[0]),
+            "reference_forwards": float(np.mean(nfe, 0)[0]), "method": method, "record": str(path)}
 
 __all__ = ["RECORD", "REFERENCE", "Sweeps", "equal_accuracy", "name", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
 from tspd.measures.dynamics import DynamicsConfig, targets
 from tspd.measures.oracle import designs, measure
 from tspd.provenance import git_revision
-from tspd.records.files import write_text_atomic
+from tspd.tasks import styled
+from tspd.records.files import write_json
 from tspd.validate import UsageError
 
 FIRST_ROWS = 5   # per design, the rows kept for the test that reruns them
@@ -25,8 +25,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import json
-
     from tqdm.auto import tqdm
 
     from tspd.models.loading import load_tokenizer
@@ -39,12 +37,11 @@ def main(args: argparse.Namespace) -> int:
               "python -m tspd oracle-dynamics", "git": git_revision() or "unknown", "device": "cpu (no model)",
               "n": args.n, "tokenizer_of": args.tokenizer_of, "header": header, "tail": tail, "designs": {}}
     for name, (layouts, seed, what) in tqdm(designs(args.n, header, tail).items(), desc="oracle designs"):
-        got = measure(layouts, 256, 32, cfg, seed)
+        got = measure(layouts, styled.GEN_LENGTH, styled.BLOCK_LENGTH, cfg, seed)   # roster's window too
         record["designs"][name] = {"what": what, "sample_seed": seed, "summary": got["summary"],
                                    "targets": targets(got["summary"]), "first_rows": got["rows"][:FIRST_ROWS]}
         line = ", ".join(f"{t['target']} {t['value']:.1f}" for t in record["designs"][name]["targets"])
         print(f"{name}: certain {got['summary']['certain_first']['value']:.1f}, {line}", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(Path(args.out), json.dumps(record, indent=1) + "\n")
+    write_json(args.out, record)
     print(f"wrote {args.out}")
     return 0
