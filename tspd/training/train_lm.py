@@ -38,6 +38,7 @@ from tspd.training.lm.stream import BatchStream
 from tspd.training.lm.evaluation import EVAL_COLUMNS, curve_point, final_evaluation, final_probes, gate_failed, \
     task_probes
 from tspd.training.lm.arch import RouterBalance, build
+from tspd.training.lm.cached_view import cached_view_loss
 from tspd.training.lm.objective import ar_loss, count_parameters, lr_factor, make_optimizer, sft_loss
 from tspd.records.files import read_log
 from tspd.training.lm.outputs import STATE, probe_table, save_checkpoint, save_state, sweep_table, upgrade_eval_log, \
@@ -159,6 +160,17 @@ class Logs:
         self.eval_file.close()
 
 
+def _loss(cfg: LMTrainConfig, run, step_fn, batch, masking: Masking) -> torch.Tensor:
+    """The step's loss: next-token (``--objective ar``), LLaDA's Eq. 5, or with odds ``--cache-mix`` Eq. 5 on one
+    block as the caches show it (the uncompiled network: its cache is a Python object)."""
+    if cfg.objective == "ar":
+        return ar_loss(step_fn, batch)
+    special = run.model.special
+    if cfg.cache_mix and float(torch.rand(1, generator=run.gen, device=run.gen.device)) < cfg.cache_mix:
+        return cached_view_loss(run.net, batch, special.mask, special.eos, cfg.block_length, cfg.eps, run.gen)
+    return sft_loss(step_fn, batch, special.mask, cfg.eps, run.gen, masking, special.eos)
+
+
 def _train(cfg: LMTrainConfig, log) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -182,8 +194,7 @@ def _train(cfg: LMTrainConfig, log) -> dict:
                 g["lr"] = lr
             batch = next(stream).to(device)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                loss = ar_loss(step_fn, batch) if cfg.objective == "ar" else \
-                    sft_loss(step_fn, batch, run.model.special.mask, cfg.eps, run.gen, masking, run.model.special.eos)
+                loss = _loss(cfg, run, step_fn, batch, masking)
             run.opt.zero_grad(set_to_none=True)
             (loss + cfg.router_aux * run.balance.take()).backward()   # the record's loss is the SFT loss alone
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

@@ -39,6 +39,7 @@ class LMTrainConfig:
     tokenizer: str = "bpe"         # bpe: subword, trained on the task's text (digits one per token) | char
     masking: str = "uniform"       # uniform (LLaDA) | prefix | block | causal (tspd.training.masking)
     mask_mix: float = 0.0          # share of each batch masked by --masking; the rest uniform
+    cache_mix: float = 0.0         # share of steps that train one block as Fast-dLLM's caches show it (stale keys outside it; tspd.training.lm.cached_view)
     alter_frac: float = 0.0        # share of problems with line 1's result altered and carried through (read what is written)
     alter_any: float = 0.0         # share of those altered to any value, learned only up to the line it breaks (copy anyway)
     swap_frac: float = 0.0         # share of problems with + and * operands in random order (two right answers a line)
@@ -86,6 +87,8 @@ class LMTrainConfig:
                               ("--max-steps", self.max_steps)):
             if value is not None and value <= 0:
                 raise ValueError(f"{option} must be positive, got {value}")
+        if not 0.0 <= self.cache_mix <= 1.0 or (self.cache_mix and self.objective != "diffusion"):
+            raise ValueError(f"--cache-mix must be in [0, 1] (diffusion objective only), got {self.cache_mix}")
         if self.arch not in ARCHS:
             raise ValueError(f"--arch {self.arch}: one of {', '.join(ARCHS)}")
         if self.objective not in OBJECTIVES or (self.objective == "ar" and self.arch != "dream"):
