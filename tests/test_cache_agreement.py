@@ -55,3 +55,22 @@ def test_summary_counts_near_ties():
     far = first_parting(ref, trace([{0: 5}, {1: 9}, {2: 7}, {3: 8}], conf=0.8))     # shift 0.1 < slack 0.5
     s = summarise([near, far, None])
     assert (s["parted"], s["near_tie"], s["flip"], s["timing"]) == (2, 1, 2, 0)
+
+
+def test_lost_and_gained_answers_and_the_kinds_of_fault_lost():
+    from tspd.eval.cache_agreement_table import changed
+    rows = [dict(correct_no_cache=True, correct=False, fault="day 7: 8 hours, not 9"),
+            dict(correct_no_cache=True, correct=False, fault="day 4: 12 hours, not 13"),
+            dict(correct_no_cache=True, correct=False, fault="1 line(s) after day 6"),
+            dict(correct_no_cache=False, correct=True, fault=None),
+            dict(correct_no_cache=True, correct=True, fault=None)]
+    assert changed(rows) == dict(lost=3, gained=1, lost_faults={"day N: N hours, not N": 2, "N line(s) after day N": 1})
+
+
+def test_the_table_names_what_was_lost_only_where_the_rows_know():
+    from tspd.records.cache_agreement import markdown
+    row = dict(policy="vanilla", cache="prefix", n=100, same_answer=0.5, same_answer_95=(0.4, 0.6), same_text=0.5,
+               parted=50, near_tie=0, median_step_in_block=3, median_shift=0.0, median_slack=0.01)
+    assert "lost" not in markdown(dict(rows=[row]))
+    table = markdown(dict(rows=[dict(row, lost=7, gained=0, lost_faults={"day N: N hours, not N": 6})]))
+    assert "| 7 / 0 | day N: N hours, not N (6) |" in table

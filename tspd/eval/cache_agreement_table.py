@@ -8,6 +8,7 @@ final answer and same text as the no-cache run, and for the runs that part, the 
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tspd.eval.cache_agreement import Parting, as_dict, first_parting, summarise
@@ -26,6 +27,7 @@ def rows_for(model, task, problem: dict, controller: str, kwargs: dict) -> list[
     run = lambda cache: generate(model, [task.prompt(problem)], controller=controller, controller_kwargs=kwargs,  # noqa: E731
                                  cache=cache, record_trace=True)
     answer = whole_answer_key(task) or task.extract_answer      # what "the same answer" compares
+    fault = getattr(task, "fault", None) or (lambda problem, text: None)   # why a wrong answer is (where it says)
     ref = run("none")
     ref_pred = answer(ref.texts[0])
     rows = []
@@ -36,6 +38,7 @@ def rows_for(model, task, problem: dict, controller: str, kwargs: dict) -> list[
                          cache=cache, same_text=alt.texts[0] == ref.texts[0],
                          same_answer=pred == ref_pred, correct_no_cache=task.right(problem, ref.texts[0]),
                          correct=task.right(problem, alt.texts[0]),
+                         fault_no_cache=fault(problem, ref.texts[0]), fault=fault(problem, alt.texts[0]),
                          parting=as_dict(first_parting(ref.trace, alt.trace))))
     return rows
 
@@ -54,8 +57,21 @@ def summary_rows(rows: list[dict]) -> list[dict]:
             out.append(dict({"policy": controller}, cache=cache, n=n, same_answer=same_answer / n,
                             same_answer_95=wilson(same_answer, n), same_text=sum(r["same_text"] for r in rs) / n,
                             accuracy_no_cache=sum(r["correct_no_cache"] for r in rs) / n,
-                            accuracy=sum(r["correct"] for r in rs) / n, **summarise(partings)))
+                            accuracy=sum(r["correct"] for r in rs) / n, **changed(rs), **summarise(partings)))
     return out
+
+
+def changed(rows: list[dict]) -> dict:
+    """Answers the cache turned wrong (``lost``) and right (``gained``), and the kinds of fault of those it lost
+    (the task's reason with its numbers as N: ``day N: N hours, not N``), where the rows carry them."""
+    lost = [r for r in rows if r["correct_no_cache"] and not r["correct"]]
+    kinds: dict[str, int] = {}
+    for r in lost:
+        if r.get("fault"):
+            kind = re.sub(r"\d+", "N", r["fault"])
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return dict(lost=len(lost), gained=sum(not r["correct_no_cache"] and r["correct"] for r in rows),
+                lost_faults=dict(sorted(kinds.items(), key=lambda kv: -kv[1])))
 
 
 def measure(model: str, n: int, out: Path, command: str) -> dict:

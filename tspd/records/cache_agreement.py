@@ -61,4 +61,8 @@ def markdown(result: dict) -> str:
              f"{r['same_answer_95'][1]:.1%})", f"{r['same_text']:.1%}", r["parted"], f"{r.get('near_tie', 0)} of {r['parted']}",
              f"{r.get('median_step_in_block', float('nan')):.0f}", f"{r.get('median_shift', float('nan')):.3f}",
              f"{r.get('median_slack', float('nan')):.3f}"] for r in result["rows"]]
+    if all("lost" in r for r in result["rows"]):   # records made before the rows kept their faults have none
+        header += ["lost / gained answers", "lost as"]
+        rows = [row + [f"{r['lost']} / {r['gained']}", "; ".join(f"{kind} ({k})" for kind, k in r["lost_faults"].items())
+                       or "-"] for row, r in zip(rows, result["rows"])]
     return "\n".join(markdown_table(header, rows))
