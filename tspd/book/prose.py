@@ -449,6 +449,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "regime-summary-roster-dream": lambda: regime_summary("roster-dream"),
     "regime-summary-roster-moe": lambda: regime_summary("roster-moe"),
     "regime-summary-tiny-styled": lambda: regime_summary("tiny-styled"),
+    "regime-summary-tiny-leaning": lambda: regime_summary("tiny-leaning"),
     "claims-summary": claims_summary,
     "controller-comparisons": controller_comparisons,
     "controller-overview": controller_overview,
