@@ -142,3 +142,20 @@ def test_the_premise_figure_reads_every_committed_sweep():
     got = sweep_ratios()
     assert {"tiny-roster", "tiny-styled"} <= set(got)
     assert got["tiny-styled"]["lo"] > 1      # slower than Fast-dLLM at its accuracy, the whole interval
+
+
+def test_a_default_gate_is_placed_only_at_equal_accuracy():
+    """A model without a gate sweep is placed at its default gate only where TSPD + CE's right answers are Fast-dLLM's
+    within one; else the legend names it, unplaced (0.49 of the forwards at 0 of 100 right is no gain)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.dynamics import premise_figure
+    cell = {"value": 40.0, "lo": 39.0, "hi": 41.0}
+    rec = lambda ours, fast: {"summary": {"unsure": cell, "prompts": 100, "tspd_ce_correct": ours,   # noqa: E731
+                                          "fast_correct": fast,
+                                          "tspd_ce": {"over_fast": {"value": 0.5, "lo": 0.4, "hi": 0.6}}}}
+    fig = premise_figure({"even": rec(99, 100), "broken": rec(0, 100)}, sweeps={})
+    ax = fig.axes[0]
+    labels = {t.get_text().split(" ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
+    assert "not placed" in labels["broken"] and "not placed" not in labels["even"]
+    assert len(ax.containers) == 1      # one error bar: the even model's

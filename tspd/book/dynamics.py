@@ -109,22 +109,25 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
     """Beyond the paper (issue 67, item 5): per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal
     accuracy (95 % interval; below 1: the method is faster) against the share of answer tokens that are right but
     unsure (the premise it reads). A model with a gate sweep (``sweeps``, :func:`sweep_ratios`) is placed at
-    Fast-dLLM's accuracy along it; another at the default gate, whose right answers the legend gives (equal
-    accuracy only where they agree). An interval open at the top (the sweep short of the accuracy in some
+    Fast-dLLM's accuracy along it; another at the default gate, whose right answers the legend gives, where they
+    agree with Fast-dLLM's within one answer; where they do not, the model is named in the legend and not placed
+    (its forwards are not at equal accuracy). An interval open at the top (the sweep short of the accuracy in some
     resamples) is drawn to the frame with an arrow."""
     import matplotlib.pyplot as plt
 
     sweeps = sweep_ratios() if sweeps is None else sweeps
-    points = []
+    points, unplaced = [], []
     for label, r in records.items():
         s = r["summary"]
         if label in sweeps:
             q = sweeps[label]
             how = f"at Fast-dLLM 0.9's {q['reference_accuracy']:.1f} % along the gate sweep, n = {q['n']}"
         elif (s.get(OURS) or {}).get("over_fast"):
-            q = s[OURS]["over_fast"]
-            how = (f"default gate; right: TSPD + CE {s.get(OURS + '_correct')}, Fast-dLLM "
-                   f"{s.get(FAST + '_correct')} of {s['prompts']}")
+            q, ours, fast = s[OURS]["over_fast"], s.get(OURS + "_correct"), s.get(FAST + "_correct")
+            how = f"default gate; right: TSPD + CE {ours}, Fast-dLLM {fast} of {s['prompts']}"
+            if ours is None or fast is None or abs(ours - fast) > 1:
+                unplaced.append(f"{label} ({how}: not at equal accuracy, not placed; no gate sweep)")
+                continue
         else:
             continue
         points.append((label, s["unsure"], q, how))
@@ -137,6 +140,8 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
                            label=f"{label} ({how})")
         if q["hi"] > top:
             ax.plot(u["value"], top, marker="^", color=line[0].get_color(), clip_on=False)
+    for text in unplaced:
+        ax.plot([], [], marker="x", ls="none", color="gray", label=text)
     ax.set_ylim(0, top)
     ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
