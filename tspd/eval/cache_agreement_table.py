@@ -9,6 +9,7 @@ final answer and same text as the no-cache run, and for the runs that part, the 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from tspd.eval.cache_agreement import Parting, as_dict, first_parting, summarise
@@ -65,13 +66,9 @@ def changed(rows: list[dict]) -> dict:
     """Answers the cache turned wrong (``lost``) and right (``gained``), and the kinds of fault of those it lost
     (the task's reason with its numbers as N: ``day N: N hours, not N``), where the rows carry them."""
     lost = [r for r in rows if r["correct_no_cache"] and not r["correct"]]
-    kinds: dict[str, int] = {}
-    for r in lost:
-        if r.get("fault"):
-            kind = re.sub(r"\d+", "N", r["fault"])
-            kinds[kind] = kinds.get(kind, 0) + 1
+    kinds = Counter(re.sub(r"\d+", "N", r["fault"]) for r in lost if r.get("fault"))
     return dict(lost=len(lost), gained=sum(not r["correct_no_cache"] and r["correct"] for r in rows),
-                lost_faults=dict(sorted(kinds.items(), key=lambda kv: -kv[1])))
+                lost_faults=dict(kinds.most_common()))
 
 
 def measure(model: str, n: int, out: Path, command: str) -> dict:

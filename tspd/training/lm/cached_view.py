@@ -20,19 +20,19 @@ The model, its confidences and what it is asked to predict are LLaDA's; only whi
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from tspd.training.lm.data import Batch
+from tspd.training.lm.objective import eq5, noised
 
 
 def cached_view_loss(model, batch: Batch, mask_id: int, eos_id: int, block_length: int, eps: float = 1e-3,
                      generator: torch.Generator | None = None, dual: bool | None = None,
                      block: int | None = None, t: torch.Tensor | None = None) -> torch.Tensor:
-    """Eq. 5's loss of one drawn block (``block``: its index, drawn when None) as the prefix (``dual`` False) or
-    dual (True; drawn evenly when None) cache computes it (the block drawn among those the batch's longest answer
-    reaches before its EOS fill, which a model predicts from the first step): the keys and values outside the window come from a
-    forward of the block's starting state. ``t`` ``[B, 1]``: each row's mask ratio (drawn in ``(eps, 1]`` when
-    None). ``model`` must take ``cache`` / ``offset`` (LLaDA's and LLaDA-MoE's layouts)."""
+    """Eq. 5's loss of one block as the prefix (``dual`` False) or dual (True; drawn evenly when None) cache computes
+    it: the keys and values outside the window come from a forward of the block's starting state. ``block``: its
+    index, drawn when None among the blocks the batch's longest answer reaches before its EOS fill (a fill a model
+    predicts from the first step). ``t`` ``[B, 1]``: each row's mask ratio (drawn in ``(eps, 1]`` when None).
+    ``model`` must take ``cache`` / ``offset`` (LLaDA's and LLaDA-MoE's layouts)."""
     ids, P = batch.input_ids, batch.prompt_width
     answer = ids[:, P:]
     B, L = answer.shape
@@ -50,21 +50,14 @@ def cached_view_loss(model, batch: Batch, mask_id: int, eos_id: int, block_lengt
     inside = (pos >= s) & (pos < e)
     masked = (coin & inside) | (pos >= e)       # the block's state at a step: later blocks all masks
     start = (pos >= s).expand(B, L)              # its state at the block's first step: the block all masks
-    mask = torch.full_like(answer, mask_id)
-    prompt = ids[:, :P]
-    at_start = torch.cat([prompt, torch.where(start, mask, answer)], 1)
-    noisy = torch.cat([prompt, torch.where(masked, mask, answer)], 1)
     cache = model.new_cache()
     with torch.no_grad():
-        model(at_start, attention_mask=batch.attention_mask, position_ids=batch.position_ids, cache=cache,
-              logits_to=0)
+        model(noised(ids, P, start, mask_id), attention_mask=batch.attention_mask, position_ids=batch.position_ids,
+              cache=cache, logits_to=0)
     w0, w1 = P + s, P + (e if dual else L)
-    logits = model(noisy[:, w0:w1], attention_mask=batch.attention_mask, position_ids=batch.position_ids[:, w0:w1],
-                   cache=cache, offset=w0, logits_to=block_length)
-    ce = F.cross_entropy(logits.float().reshape(B * block_length, -1), answer[:, s:e].reshape(-1),
-                         reduction="none").view(B, block_length)
-    scored = coin[:, s:e]
-    return ((ce * scored / t).sum(-1) / L).mean()
+    logits = model(noised(ids, P, masked, mask_id)[:, w0:w1], attention_mask=batch.attention_mask,
+                   position_ids=batch.position_ids[:, w0:w1], cache=cache, offset=w0, logits_to=block_length)
+    return eq5(logits, answer[:, s:e], coin[:, s:e], t, L)
 
 
 __all__ = ["cached_view_loss"]

@@ -46,10 +46,24 @@ def sft_loss(model, batch: Batch, mask_id: int, eps: float = 1e-3,
         torch.rand(B, 1, device=ids.device, generator=generator)
     t = eps + (1 - eps) * u   # t in (eps, 1]
     masked, scored, ratio = mask_answer(answer, t, eos_id, masking, generator, batch.clean, batch.until)
-    noisy = torch.cat([ids[:, :P], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
-    logits = model(noisy, attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_from=P)
-    ce = F.cross_entropy(logits.float().reshape(B * L, -1), answer.reshape(-1), reduction="none").view(B, L)
-    return ((ce * scored / ratio).sum(-1) / L).mean()
+    logits = model(noised(ids, P, masked, mask_id), attention_mask=batch.attention_mask,
+                   position_ids=batch.position_ids, logits_from=P)
+    return eq5(logits, answer, scored, ratio, L)
+
+
+def noised(ids: torch.Tensor, prompt_width: int, masked: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """The sequence with the answer positions ``masked`` ``[B, L]`` replaced by the mask token (the prompt kept)."""
+    answer = ids[:, prompt_width:]
+    return torch.cat([ids[:, :prompt_width], torch.where(masked, torch.full_like(answer, mask_id), answer)], 1)
+
+
+def eq5(logits: torch.Tensor, targets: torch.Tensor, scored: torch.Tensor, ratio: torch.Tensor,
+        length: int) -> torch.Tensor:
+    """Eq. 5's reduction: the cross-entropy of the ``scored`` positions, each divided by its row's ``ratio`` (t),
+    summed per row over the answer's ``length`` and averaged over the batch."""
+    B, T = targets.shape
+    ce = F.cross_entropy(logits.float().reshape(B * T, -1), targets.reshape(-1), reduction="none").view(B, T)
+    return ((ce * scored / ratio).sum(-1) / length).mean()
 
 
 def ar_loss(model, batch: Batch) -> torch.Tensor:
