@@ -12,7 +12,7 @@ from tspd.decoding.controllers.learn2pd import Learn2PD
 from tspd.decoding.controllers.tspd import TSPD
 from tspd.decoding.loop import generate
 from tspd.training.traces import CHANNELS, collect, load_prompts, load_traces, own_traces
-from tspd.training.train_controller import ControllerTrainConfig, train
+from tspd.training.train_controller import ControllerTrainConfig, thinned, train
 
 from conftest import MASK, TEST_MODEL, prompts, random_model
 
@@ -158,3 +158,14 @@ def test_a_saved_trace_set_is_compressed_and_reads_back_identical(tmp_path):
     assert torch.equal(back["features"], data["features"]) and back["meta"] == data["meta"]
     torch.save(data, tmp_path / "old.pt")          # a file written before compression still reads
     assert torch.equal(load_traces(tmp_path / "old.pt")["labels"], data["labels"])
+
+
+def test_a_long_learning_curve_is_stored_thinned_with_its_first_best_and_last_epochs():
+    n, best = 32_818, 32_518
+    curve = dict(epoch=list(range(1, n + 1)), val_loss=[1.0 / e for e in range(1, n + 1)], best_epoch=best, kind="learn2pd")
+    t = thinned(curve)
+    assert len(t["epoch"]) <= 2002 and t["epochs_run"] == n
+    assert t["epoch"][0] == 1 and best in t["epoch"] and t["epoch"][-1] == n
+    assert all(t["val_loss"][i] == 1.0 / e for i, e in enumerate(t["epoch"]))   # lists stay aligned
+    short = dict(epoch=[1, 2, 3], val_loss=[3.0, 2.0, 1.0], best_epoch=3)
+    assert thinned(short) == {**short, "epochs_run": 3}

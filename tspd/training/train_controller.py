@@ -57,7 +57,7 @@ class ControllerTrainConfig:
     hidden: int = 16                # hidden units (App. A.3: 16; Table 8 varies it)
     features: tuple[str, ...] = FEATURES   # the gate's inputs r (App. A.3; Table 7 drops some)
     ce: str | None = None           # features with CE on / off / mixed (default: mixed for tspd, off for learn2pd)
-    epochs: int | None = None       # default 300 (tspd; early stopping ends sooner than the paper's 5,000) / 5000 (learn2pd)
+    epochs: int | None = None       # default 5000 (tspd, Appendix A.5) / 40000 (learn2pd, its recipe); early stopping may end sooner
     patience: int | None = None     # epochs without a better validation loss: default 30 (tspd) / 300 (learn2pd)
     lr: float | None = None         # AdamW learning rate: default 1e-3 (the paper, tspd) / 3e-3 (learn2pd)
     weight_decay: float = 1e-2      # AdamW weight decay (Appendix A.5)
@@ -73,7 +73,7 @@ class ControllerTrainConfig:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         tspd = self.kind == "tspd"
         defaults = dict(ce="mixed" if tspd else "off", lr=1e-3 if tspd else 3e-3, batch=256 if tspd else 0,
-                        epochs=300 if tspd else 5000, patience=30 if tspd else 300,
+                        epochs=5000 if tspd else 40_000, patience=30 if tspd else 300,
                         dropout=0.1 if tspd else 0.0, noise=0.01 if tspd else 0.0,
                         class_weight="inverse" if tspd else "none")
         for k, v in defaults.items():
@@ -291,5 +291,24 @@ def train_and_save(traces_path: str | Path, cfg: ControllerTrainConfig, out: str
     except CheckpointError:   # a model not on this machine
         saved["model_sha256"] = None
     stem = save_controller(net, saved, stem_of(out, cfg.kind))
-    Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
+    write_curve(stem, curve)
     return stem, saved
+
+
+CURVE_POINTS = 2000   # epochs a stored learning curve keeps at most (Learn2PD may run 30,000: 4 MB in full)
+
+
+def thinned(curve: dict, most: int = CURVE_POINTS) -> dict:
+    """The learning curve at most ``most`` evenly spaced epochs, always with the first, the best and the last
+    (``epoch`` keeps the true epoch numbers; ``epochs_run`` the count)."""
+    n = len(curve["epoch"])
+    stride = -(-n // most)
+    best = curve["epoch"].index(curve["best_epoch"]) if curve.get("best_epoch") in curve["epoch"] else n - 1
+    keep = sorted(set(range(0, n, stride)) | {best, n - 1}) if n else []
+    lists = {k: [v[i] for i in keep] for k, v in curve.items() if isinstance(v, list) and len(v) == n}
+    return {**curve, **lists, "epochs_run": n}
+
+
+def write_curve(stem: str | Path, curve: dict) -> None:
+    """``<stem>.curve.json``: the learning curve (the paper's Figure 5), thinned to :data:`CURVE_POINTS` epochs."""
+    Path(f"{stem}.curve.json").write_text(json.dumps(thinned(curve)) + "\n")

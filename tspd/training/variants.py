@@ -30,7 +30,7 @@ from tspd.models.loading import DEFAULT_MODEL, window
 from tspd.provenance import settings_digest
 from tspd.tasks.base import render_prompt
 from tspd.training.traces import COLLECT, CONTROLLERS, collect, load_prompts, load_traces, own_traces, save_traces
-from tspd.training.train_controller import ControllerTrainConfig, train
+from tspd.training.train_controller import ControllerTrainConfig, train, write_curve
 from tspd.records.files import write_atomic
 
 DEFAULT_DIR = REPO_ROOT / "results" / "variants"
@@ -174,7 +174,7 @@ def controller(data: dict, cfg: ControllerTrainConfig, results_dir=None, progres
         return stem
     net, saved, curve = train(data, cfg, progress=progress)
     saved["traces"] = traces_id
-    Path(f"{stem}.curve.json").write_text(json.dumps(curve) + "\n")
+    write_curve(stem, curve)
     save_controller(net, saved, stem)      # the .json last: its presence marks a finished variant
     return stem
 
