@@ -43,10 +43,12 @@ class RecordingTSPD(TSPD):
 
 
 def hour_positions(pieces: list[str]) -> list[int]:
-    """Positions of the hour digits: a digit after an item marker (`` `` or ``:``) that does not follow ``day``."""
+    """Positions of the hour digits: a digit after a chore's name and an item marker (`` `` or ``:``), not a day
+    number (after `` day``) nor the final line's count (after ``####``)."""
     markers = set(styled.FORMS["item"])
     return [j for j in range(2, len(pieces))
-            if pieces[j] in {str(h) for h in styled.HOURS} and pieces[j - 1] in markers and pieces[j - 2] != " day"]
+            if pieces[j] in {str(h) for h in styled.HOURS} and pieces[j - 1] in markers
+            and pieces[j - 2].strip().isalpha() and pieces[j - 2] != " day"]
 
 
 def audit_row(problem, pieces, trace, b, block_length, gate_steps) -> list[dict]:
