@@ -32,8 +32,8 @@ STEADY = 0.05         # a trace that moved by less than this since the step befo
 class RecordingTSPD(TSPD):
     """TSPD that keeps the gate probabilities of every step ([B, Lb] each)."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, weights=None):
+        super().__init__(weights=weights)
         self.seen: list[torch.Tensor] = []
 
     def decide(self, view):
@@ -117,6 +117,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--controller", default="tspd", help="tspd (its gate recorded) or any controller's name")
     ap.add_argument("--ce", action="store_true")
+    ap.add_argument("--weights", default=None, help="a TSPD weight stem other than the model's own (a Table 9 variant)")
     ap.add_argument("--traces", default=None, help="the EGP trace file its gate was trained on")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", required=True)
@@ -125,14 +126,14 @@ def main() -> None:
     model = load_model(args.model)
     task = {"styled": styled, "leaning": leaning}[args.task]
     problems = task.load_split("test", args.n)
-    controller = RecordingTSPD() if args.controller == "tspd" else args.controller
+    controller = RecordingTSPD(args.weights) if args.controller == "tspd" else args.controller
     out = generate(model, [task.prompt(p) for p in problems], controller=controller, ce=args.ce, record_trace=True)
     Lb = out.trace.committed.shape[2] // out.trace.block.max().add(1).item()
     gate_steps = controller.seen if isinstance(controller, RecordingTSPD) else None
     records = [r for b, p in enumerate(problems)
                for r in audit_row(p, [model.tokenizer.decode([i]) for i in out.token_ids[b].tolist()], out.trace, b,
                                   Lb, gate_steps)]
-    result = dict(model=args.model, n=args.n, controller=args.controller, ce=args.ce,
+    result = dict(model=args.model, n=args.n, controller=args.controller, ce=args.ce, weights=args.weights,
                   right=sum(task.right(p, t) for p, t in zip(problems, out.texts)), tpf=out.tokens_per_forward,
                   summary=summary(records), trace_coverage=trace_coverage(args.traces) if args.traces else None,
                   git=git_revision(), device=device_name("cpu"), threads=args.threads, records=records)
