@@ -304,7 +304,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
         elif t["target"] == "fast_loss":
             words = f"Fast-dLLM 0.9 within {t['bound']:g} points"
             parts.append(f"against vanilla it loses {t['value']:.1f} points{ival(t)}{theirs(t)}")
-        elif t["target"] in ("fixed_loss", "fixed8_loss", "block_step_loss"):
+        elif t["target"] in ("fixed2_loss", "fixed_loss", "fixed8_loss", "block_step_loss"):
             step = "one step per block" if t["target"] == "block_step_loss" else f"{t['tokens_per_step']} tokens per step"
             words = f"{step} losing >= {t['bound']:g} points"
             parts.append(f"{step} lose{'s' if t['target'] == 'block_step_loss' else ''} {t['value']:.1f} points"

@@ -65,12 +65,13 @@ ROW_SETTINGS = ("n", "long_n", "threshold", "batch")
 # accuracy against vanilla (or against the same decoder without a cache, or at the checkpoint's window).
 REGIME_TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (1.5, "min", "Fast-dLLM 0.9 TPF"),
                   "fast_loss": (2.0, "max", "Fast-dLLM 0.9 loses, points"),
+                  "fixed2_loss": (3.0, "min", "2 tokens per step loses, points"),
                   "fixed_loss": (8.0, "min", "4 tokens per step loses, points"),
                   "fixed8_loss": (25.0, "min", "8 tokens per step loses, points"),
                   "block_step_loss": (40.0, "min", "one step per block loses, points"),
                   "cache_cost": (2.0, "max", "largest cost of a cache, points"),
                   "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
-FIXED_TARGETS = {4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
+FIXED_TARGETS = {2: "fixed2_loss", 4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
 # the decoders whose cost of each cache is a target, as (controller, CE): vanilla, Fast-dLLM, TSPD + CE
 CACHED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))
 
