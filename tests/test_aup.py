@@ -159,3 +159,18 @@ def test_a_default_gate_is_placed_only_at_equal_accuracy():
     labels = {t.get_text().split(" ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
     assert "not placed" in labels["broken"] and "not placed" not in labels["even"]
     assert len(ax.containers) == 1      # one error bar: the even model's
+
+
+def test_a_gate_sweep_that_never_reaches_the_accuracy_is_named_not_placed():
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.dynamics import premise_figure
+    cell = {"value": 40.0, "lo": 39.0, "hi": 41.0}
+    rec = {"summary": {"unsure": cell, "prompts": 200, "tspd_ce_correct": 0, "fast_correct": 200}}
+    never = {"value": float("inf"), "lo": float("inf"), "hi": float("inf"), "reference_accuracy": 100.0, "n": 200}
+    reached = {"value": 3.5, "lo": 3.3, "hi": float("inf"), "reference_accuracy": 89.5, "n": 200}
+    fig = premise_figure({"never": rec, "reached": rec}, sweeps={"never": never, "reached": reached})
+    ax = fig.axes[0]
+    labels = {t.get_text().split(" ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
+    assert "never reaches" in labels["never"] and "not placed" not in labels["reached"]
+    assert len(ax.containers) == 1 and ax.get_ylim()[1] < float("inf")

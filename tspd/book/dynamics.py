@@ -109,7 +109,7 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
     """Beyond the paper (issue 67, item 5): per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal
     accuracy (95 % interval; below 1: the method is faster) against the share of answer tokens that are right but
     unsure (the premise it reads). A model with a gate sweep (``sweeps``, :func:`sweep_ratios`) is placed at
-    Fast-dLLM's accuracy along it; another at the default gate, whose right answers the legend gives, where they
+    Fast-dLLM's accuracy along it (named, not placed, where no gate of the sweep reaches it); another at the default gate, whose right answers the legend gives, where they
     agree with Fast-dLLM's within one answer; where they do not, the model is named in the legend and not placed
     (its forwards are not at equal accuracy). An interval open at the top (the sweep short of the accuracy in some
     resamples) is drawn to the frame with an arrow."""
@@ -122,6 +122,10 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
         if label in sweeps:
             q = sweeps[label]
             how = f"at Fast-dLLM 0.9's {q['reference_accuracy']:.1f} % along the gate sweep, n = {q['n']}"
+            if q["value"] == float("inf"):   # no gate of the sweep reaches Fast-dLLM's accuracy
+                unplaced.append(f"{label} (its gate sweep never reaches Fast-dLLM 0.9's {q['reference_accuracy']:.1f} %, "
+                                f"n = {q['n']}: not placed)")
+                continue
         elif (s.get(OURS) or {}).get("over_fast"):
             q, ours, fast = s[OURS]["over_fast"], s.get(OURS + "_correct"), s.get(FAST + "_correct")
             how = f"default gate; right: TSPD + CE {ours}, Fast-dLLM {fast} of {s['prompts']}"
