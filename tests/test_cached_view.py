@@ -68,3 +68,12 @@ def test_the_drawn_block_is_one_the_answers_reach():
         cached_view_loss(spy, b, MASK, EOS, BLOCK, generator=torch.Generator().manual_seed(seed), dual=True)
         seen.add((calls[1] - P) // BLOCK)
     assert seen == {0, 1}
+
+
+def test_the_cached_view_is_refused_where_it_is_not_built_for():
+    from tspd.training.lm.config import LMTrainConfig
+    with pytest.raises(ValueError, match="--arch dream"):
+        LMTrainConfig(out="", arch="dream", cache_mix=0.3)
+    with pytest.raises(ValueError, match="diffusion objective only"):
+        LMTrainConfig(out="", arch="dream", objective="ar", cache_mix=0.3)
+    assert LMTrainConfig(out="", arch="llada-moe", cache_mix=0.3).cache_mix == 0.3

@@ -89,6 +89,8 @@ class LMTrainConfig:
                 raise ValueError(f"{option} must be positive, got {value}")
         if not 0.0 <= self.cache_mix <= 1.0 or (self.cache_mix and self.objective != "diffusion"):
             raise ValueError(f"--cache-mix must be in [0, 1] (diffusion objective only), got {self.cache_mix}")
+        if self.cache_mix and self.arch == "dream":   # its view is built for unshifted logits; Dream's are shifted
+            raise ValueError("--cache-mix is built for LLaDA's and LLaDA-MoE's layouts, not --arch dream's shifted logits")
         if self.arch not in ARCHS:
             raise ValueError(f"--arch {self.arch}: one of {', '.join(ARCHS)}")
         if self.objective not in OBJECTIVES or (self.objective == "ar" and self.arch != "dream"):
