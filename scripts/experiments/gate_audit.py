@@ -22,6 +22,7 @@ import torch
 from tspd import load_model
 from tspd.decoding.controllers.tspd import TSPD
 from tspd.decoding.loop import generate
+from tspd.models.loading import window
 from tspd.provenance import device_name, git_revision
 from tspd.tasks import leaning, styled
 
@@ -128,7 +129,7 @@ def main() -> None:
     problems = task.load_split("test", args.n)
     controller = RecordingTSPD(args.weights) if args.controller == "tspd" else args.controller
     out = generate(model, [task.prompt(p) for p in problems], controller=controller, ce=args.ce, record_trace=True)
-    Lb = out.trace.committed.shape[2] // out.trace.block.max().add(1).item()
+    _, Lb = window(model)
     gate_steps = controller.seen if isinstance(controller, RecordingTSPD) else None
     records = [r for b, p in enumerate(problems)
                for r in audit_row(p, [model.tokenizer.decode([i]) for i in out.token_ids[b].tolist()], out.trace, b,

@@ -109,9 +109,9 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
     """Beyond the paper (issue 67, item 5): per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal
     accuracy (95 % interval; below 1: the method is faster) against the share of answer tokens that are right but
     unsure (the premise it reads). A model with a gate sweep (``sweeps``, :func:`sweep_ratios`) is placed at
-    Fast-dLLM's accuracy along it (named, not placed, where no gate of the sweep reaches it); another at the default gate, whose right answers the legend gives, where they
-    agree with Fast-dLLM's within one answer; where they do not, the model is named in the legend and not placed
-    (its forwards are not at equal accuracy). An interval open at the top (the sweep short of the accuracy in some
+    Fast-dLLM's accuracy along it (named, not placed, where no gate of the sweep reaches it); another at the default
+    gate, whose right answers the legend gives, where they agree with Fast-dLLM's within one answer; where they do
+    not, the model is named in the legend and not placed (its forwards are not at equal accuracy). An interval open at the top (the sweep short of the accuracy in some
     resamples) is drawn to the frame with an arrow."""
     import matplotlib.pyplot as plt
 

@@ -282,7 +282,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
     """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
     which of the regime targets it meets (:data:`tspd.measures.regime.REGIME_TARGETS`): a bound is met when the whole
     95 % interval is on its side."""
-    from tspd.measures.regime import targets
+    from tspd.measures.regime import SCHEDULE_TARGETS, targets
     rec = regime.load(model)
     if rec is None:
         return "its record has no regime figures yet"
@@ -304,7 +304,7 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
         elif t["target"] == "fast_loss":
             words = f"Fast-dLLM 0.9 within {t['bound']:g} points"
             parts.append(f"against vanilla it loses {t['value']:.1f} points{ival(t)}{theirs(t)}")
-        elif t["target"] in ("fixed2_loss", "fixed_loss", "fixed8_loss", "block_step_loss"):
+        elif t["target"] in SCHEDULE_TARGETS:
             step = "one step per block" if t["target"] == "block_step_loss" else f"{t['tokens_per_step']} tokens per step"
             words = f"{step} losing >= {t['bound']:g} points"
             parts.append(f"{step} lose{'s' if t['target'] == 'block_step_loss' else ''} {t['value']:.1f} points"

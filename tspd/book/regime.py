@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tspd.measures.regime import FIXED_ANCHORS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint, plan, targets
+from tspd.measures.regime import (FIXED_ANCHORS, SCHEDULE_TARGETS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint,
+                                  plan, targets)
 from tspd.models.loading import DEFAULT_MODEL, ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.stats import wilson
@@ -77,7 +78,7 @@ def regime_figure(record: dict):
     import matplotlib.pyplot as plt
 
     groups = [("TPF (Fast-dLLM 0.9)", ("fast_tpf",)), ("accuracy, %", ("vanilla",)),
-              ("points parallel decoding loses", ("fast_loss", "fixed2_loss", "fixed_loss", "fixed8_loss", "block_step_loss")),
+              ("points parallel decoding loses", ("fast_loss", *SCHEDULE_TARGETS)),
               ("points a longer window loses", ("long_gap",)), ("points a cache costs", ("cache_cost",))]
     found = targets(record)
     fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), gridspec_kw={"width_ratios": [1, 1, 2, 1, 2.4]})

@@ -72,6 +72,7 @@ REGIME_TARGETS = {"vanilla": (90.0, "min", "vanilla accuracy, %"), "fast_tpf": (
                   "cache_cost": (2.0, "max", "largest cost of a cache, points"),
                   "long_gap": (3.0, "max", "largest vanilla loss in a longer window, points")}
 FIXED_TARGETS = {2: "fixed2_loss", 4: "fixed_loss", 8: "fixed8_loss"}   # the fixed schedules held to a bound
+SCHEDULE_TARGETS = (*FIXED_TARGETS.values(), "block_step_loss")   # every schedule writing a fixed count a step
 # the decoders whose cost of each cache is a target, as (controller, CE): vanilla, Fast-dLLM, TSPD + CE
 CACHED = (("vanilla", False), ("fast-dllm", False), ("tspd", True))
 
@@ -372,6 +373,6 @@ def markdown(record: dict) -> list[str]:
                                           "LLaDA-8B-Instruct (their numbers)"], rows) + [""]
 
 
-__all__ = ["ANCHORS", "CACHE_ANCHORS", "FIXED_ANCHORS", "THRESHOLD_ANCHOR", "REGIME_TARGETS", "REGIME_COLUMNS",
+__all__ = ["ANCHORS", "CACHE_ANCHORS", "FIXED_ANCHORS", "SCHEDULE_TARGETS", "THRESHOLD_ANCHOR", "REGIME_TARGETS", "REGIME_COLUMNS",
            "RegimeConfig", "Row", "plan", "decodings", "score", "score_rows", "regime_figures", "headline", "paired_gap",
            "measure", "measured_by", "measure_checkpoint", "targets", "markdown"]
