@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tspd.measures.oracle import Group, Layout, decode, designs, measure, permutations, styles, sums
+from tspd.measures.oracle import (Aligned, Group, Layout, decode, designs, measure, permutations, shifted_layout,
+                                  styled_layout, styles, sums)
 
 RECORD = Path(__file__).resolve().parents[1] / "results" / "training" / "oracle" / "oracle.json"
 
@@ -37,6 +38,28 @@ def test_sampling_draws_from_the_marginal_argmax_does_not():
     firsts = {decode(lay, 2, 2, sample=np.random.default_rng(s))[0].flip[0].item() for s in range(20)}
     assert firsts == {False, True}                              # the argmax (1) is sometimes not what is written
     assert decode(lay, 2, 2)[0].flip.tolist() == [False, False, False]
+
+
+def test_an_alignment_mixes_its_places_and_a_written_token_rules_one_out():
+    # a line of two places: either token 7 then a free value (codes 10 / 11), or the free value then 7
+    free = Group(((0.5, (0,)), (0.5, (1,))))
+    line = Aligned(((0.75, (7, ("v", 0, (10, 11)))), (0.25, (("v", 0, (10, 11)), 7))), {"v": free})
+    first, second = line.marginals({})
+    assert first == pytest.approx({7: 0.75, 10: 0.125, 11: 0.125})
+    assert second == pytest.approx({10: 0.375, 11: 0.375, 7: 0.25})
+    assert line.marginals({1: 7})[0] == pytest.approx({10: 0.5, 11: 0.5})   # 7 second: only the other alignment
+    assert line.marginals({0: 10})[1] == {7: 1.0}
+
+
+def test_a_shifted_line_without_long_forms_is_the_styled_line():
+    from tspd.tasks import styled
+    problem = styled.load_split("test", 1)[0]
+    plain = measure([styled_layout(problem, 7, 3, (0.3, 0.4))], 256, 32)["rows"]
+    assert measure([shifted_layout(problem, 7, 3, longs=0)], 256, 32)["rows"] == plain
+    shifted = shifted_layout(problem, 7, 3, longs=1)
+    n = len(problem["chores"])
+    assert len(shifted.groups[0].alignments) == n                    # one long joiner: n places for it
+    assert shifted.answer == styled_layout(problem, 7, 3).answer + problem["days"]   # one token longer a line
 
 
 def test_the_committed_record_reproduces():

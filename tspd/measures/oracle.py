@@ -15,7 +15,9 @@ under which a token's confidence is a martingale and P(flip | confidence) cannot
 (Fig. 1's gap is then 0 up to noise).
 
 :func:`styled_layout` is the ``styled`` task's exact process (:mod:`tspd.tasks.styled`); :func:`roster_layout` the
-``roster`` task's; :func:`phrasings_layout` a generic family (each line one of M phrasings drawn with skewed odds,
+``roster`` task's; :func:`shifted_layout` the ``leaning`` task with some forms two tokens long, whose lines hold
+each token at a place that depends on where the long forms sit (an :class:`Aligned` group: the alignment a latent
+of its own); :func:`phrasings_layout` a generic family (each line one of M phrasings drawn with skewed odds,
 every token a function of the phrasing), the most favourable to moved traces found while designing issue 67's task.
 """
 from __future__ import annotations
@@ -35,6 +37,10 @@ from tspd.measures.dynamics import BlockMeasures, DynamicsConfig, block_measures
 class Group:
     """A joint distribution over a few answer slots: rows of (probability, one value per slot)."""
     rows: tuple
+
+    def likelihood(self, known: dict[int, int]) -> float:
+        """The probability that the slots hold the values ``known`` ({slot: value})."""
+        return sum(p for p, v in self.rows if all(v[i] == x for i, x in known.items()))
 
     def marginals(self, known: dict[int, int]) -> list[dict[int, float]]:
         """Each slot's distribution given the values ``known`` ({slot: value}) already written."""
@@ -64,6 +70,50 @@ def styles(n: int, p_plain: float, p_first: float) -> Group:
     rows = [(p_plain * (sum(v) == 0) + (1 - p_plain) * prod(p_first if x == 0 else 1 - p_first for x in v), v)
             for v in itertools.product((0, 1), repeat=n)]
     return Group(tuple(rows))
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """A line whose places hold other tokens depending on where its long forms sit (a form of two tokens shifts
+    every later place of the line by one): ``alignments``, rows of (probability, places), each place a token code
+    (certain under that alignment) or ``(group, index, codes)``, a place of ``groups[group]`` whose value ``v``
+    writes the token ``codes[v]``. Its places' distributions mix the alignments by how well each explains the
+    tokens already written (the same interface as :class:`Group`, over token codes)."""
+    alignments: tuple
+    groups: dict
+
+    def _assignment(self, places, known: dict[int, int]) -> dict | None:
+        """What ``known`` ({place: token}) says of each group's slots under one alignment; None where it rules it out."""
+        out = {g: {} for g in self.groups}
+        for k, token in known.items():
+            place = places[k]
+            if isinstance(place, int):
+                if place != token:
+                    return None
+                continue
+            g, i, codes = place
+            if token not in codes:
+                return None
+            out[g][i] = codes.index(token)
+        return out
+
+    def marginals(self, known: dict[int, int]) -> list[dict[int, float]]:
+        """Each place's distribution over token codes given the tokens ``known`` ({place: token}) written."""
+        weighted = []
+        for p, places in self.alignments:
+            assign = self._assignment(places, known)
+            w = 0.0 if assign is None else p * prod(self.groups[g].likelihood(a) for g, a in assign.items())
+            if w > 0:
+                weighted.append((w, places, {g: self.groups[g].marginals(a) for g, a in assign.items()}))
+        z = sum(w for w, _, _ in weighted)
+        out = [{} for _ in self.alignments[0][1]]
+        for w, places, marg in weighted:
+            for k, place in enumerate(places):
+                dist = {place: 1.0} if isinstance(place, int) else \
+                    {place[2][v]: q for v, q in marg[place[0]][place[1]].items()}
+                for x, q in dist.items():
+                    out[k][x] = out[k].get(x, 0.0) + w / z * q
+        return out
 
 
 @dataclass
@@ -105,6 +155,45 @@ def roster_layout(problem: dict, header: int, tail: int) -> Layout:
     for d in range(problem["days"]):
         groups[f"c{d}"] = permutations(n)
         slots += [None] * (header + 1) + [t for i in range(n) for t in ((f"c{d}", i), None)] + [None]
+    slots += [None] * tail
+    return Layout(slots, groups, len(slots))
+
+
+# token codes of a shifted line's places (any distinct integers: the measures compare them, nothing reads them)
+MARKS = {"will": 0, "each": 1, ",": 2, ";": 3, "and": 4, " ": 5, ":": 6, ".": 7, "\n": 8, "for": 9}
+CHORE, HOUR = 100, 200   # a chore's code is CHORE + its index, an hour's HOUR + its value
+
+
+def shifted_layout(problem: dict, header: int, tail: int, odds: tuple[float, float] | None = None, longs: int = 1,
+                   long_form: tuple[str, ...] = (":", " "), anywhere: bool = False) -> Layout:
+    """The ``leaning`` task's lines (:func:`styled_layout`, odds (0.3, 0.4) unless given) with ``longs`` of each
+    line's markers written in a two-token ``long_form`` (``cook: 2``), their places drawn at random among the
+    items' joiners (or, ``anywhere``, among all the line's markers): a line keeps one length (the day count stays
+    positional) but every place after a long form is shifted, and where the shift sits is a latent that each
+    written token tells something of."""
+    from tspd.tasks import styled
+    n = len(problem["chores"])
+    p_plain, p_first = odds or (0.3, 0.4)
+    kinds = ["verb"] + [k for i in range(n) for k in ["item"] + (["sep" if i < n - 2 else "last"] if i < n - 1 else [])]
+    forms = {kind: tuple(MARKS[f.strip() or f] for f in pair) for kind, pair in styled.FORMS.items()}
+    places_at = range(2 * n) if anywhere else [k for k, kind in enumerate(kinds) if kind == "item"]
+    combos = list(itertools.combinations(places_at, longs))
+    chores, hours = tuple(CHORE + i for i in range(n)), tuple(HOUR + h for h in range(max(styled.HOURS) + 1))
+    slots, groups = [], {}
+    for d in range(problem["days"]):
+        alignments = []
+        for long in combos:
+            def mark(k: int) -> list:
+                return [MARKS[t] for t in long_form] if k in long else [("m", k, forms[kinds[k]])]
+            body, k = mark(0), 1
+            for i in range(n):
+                body += [("c", i, chores)] + mark(k) + [("h", i, hours)] + (mark(k + 1) if i < n - 1 else [])
+                k += 2
+            alignments.append((1 / len(combos), tuple(body + [MARKS["."], MARKS["\n"]])))
+        line = Aligned(tuple(alignments), {"m": styles(2 * n, p_plain, p_first), "c": permutations(n),
+                                           "h": sums(n, styled.HOURS, problem["total"])})
+        groups[d] = line
+        slots += [None] * header + [(d, k) for k in range(len(alignments[0][1]))]
     slots += [None] * tail
     return Layout(slots, groups, len(slots))
 
@@ -166,6 +255,16 @@ def measure(layouts, gen_length: int, block_length: int, cfg: DynamicsConfig = D
     return {"summary": summary(rows, cfg), "rows": rows}
 
 
+# the leaning task with forms of two tokens (shifted_layout): name, its arguments, what it is
+SHIFTED = (("leaning, one 'cook: 2' a line", dict(longs=1),
+            "leaning's lines with one item a line joined by ': ' (two tokens), at a place drawn at random"),
+           ("leaning, two 'cook: 2' a line", dict(longs=2), "the same with two such items a line"),
+           ("leaning, one long marker a line", dict(longs=1, anywhere=True),
+            "one of each line's markers (any: verb, joiner, separator) written as ': ' (two tokens)"),
+           ("leaning, one 'cook for 2' a line, odds 0.3 / 0.3", dict(odds=(0.3, 0.3), long_form=("for", " ")),
+            "one item a line joined by ' for ' (two tokens, neither a short form), styled odds 0.3 / 0.3"),
+           ("one 'cook: 2' a line, no style", dict(odds=(1.0, 0.4)),
+            "every marker in its first form but one item a line joined by ': ': the alignment alone"))
 ODDS = ((0.3, 0.4), (0.2, 0.4), (0.5, 0.4), (0.3, 0.6))   # other (P_PLAIN, P_MIXED_FIRST) of styled tried
 
 
@@ -180,10 +279,12 @@ def designs(n: int, header: int, tail: int) -> dict[str, tuple[list[Layout], int
     for odds in ODDS:
         out[f"styled, odds {odds[0]} / {odds[1]}"] = ([styled_layout(p, header, tail, odds) for p in st], None,
                                                       "the styled task with other odds (P_PLAIN / P_MIXED_FIRST)")
+    for name, kw, what in SHIFTED:
+        out[name] = ([shifted_layout(p, header, tail, **kw) for p in st], None, what)
     out["phrasings"] = ([phrasings_layout(rng) for _ in range(n)], None,
                         "each line one of 32 phrasings (odds 0.9 ** rank), 28 binary tokens a function of it")
     return out
 
 
-__all__ = ["Group", "permutations", "sums", "styles", "Layout", "styled_layout", "roster_layout", "phrasings_layout",
-           "decode", "measure", "ODDS", "designs"]
+__all__ = ["Group", "Aligned", "permutations", "sums", "styles", "Layout", "styled_layout", "roster_layout",
+           "shifted_layout", "phrasings_layout", "decode", "measure", "ODDS", "SHIFTED", "designs"]
