@@ -81,3 +81,19 @@ def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
     assert [r["decoded"] for r in rows] == [f"oracle: {d}" for d in record["designs"]] + ["trained: a model", "target"]
     assert rows[-1]["moved, % of the middle"] == ">= 20" and rows[1] == {**rows[-2], "decoded": "oracle: styled",
                                                                          "n": "100 answers"}
+
+
+def test_the_status_sentence_on_two_token_forms_follows_the_record(tmp_path):
+    from tspd.book.dynamics import shifted_summary
+    from tspd.measures.oracle import SHIFTED
+
+    def design(moved, rises):
+        cell = lambda v: {"value": v, "lo": v - 1, "hi": v + 1}
+        return {"summary": {"moved_middle": cell(moved), "rise_crossed": cell(rises)}}
+    record = {"n": 7, "designs": {"styled, odds 0.3 / 0.4": design(9.0, 13.0), SHIFTED[0][0]: design(18.0, 3.0),
+                                  SHIFTED[1][0]: design(21.0, 6.0)}}
+    path = tmp_path / "oracle.json"
+    path.write_text(json.dumps(record))
+    text = shifted_summary(path)
+    assert "n = 7 answers each) its 2 designs" in text and "18.0-21.0 %" in text and "(the most 21.0 [20.0, 22.0])" in text
+    assert text.endswith("1 of them meet both targets")

@@ -175,5 +175,22 @@ def dynamics_summary() -> str:
             + "; ".join(parts))
 
 
+def shifted_summary(path=ORACLE) -> str:
+    """The status page's sentence on the oracle's two-token-form designs (:data:`tspd.measures.oracle.SHIFTED`):
+    their moved traces and rises against the ``leaning`` task's, from the oracle record."""
+    from tspd.measures.oracle import SHIFTED
+    record = read_json(path)
+    base = record["designs"]["styled, odds 0.3 / 0.4"]["summary"]
+    shifted = [record["designs"][name]["summary"] for name, _, _ in SHIFTED if name in record["designs"]]
+    top = max(shifted, key=lambda s: s["moved_middle"]["value"])
+    both = sum(s["moved_middle"]["value"] >= 20 and s["rise_crossed"]["value"] >= 5 for s in shifted)
+    span = lambda key: (f"{min(s[key]['value'] for s in shifted):.1f}-{max(s[key]['value'] for s in shifted):.1f} %")
+    return (f"in the oracle (`results/training/oracle/oracle.json`, n = {record['n']} answers each) its "
+            f"{len(shifted)} designs give moved traces of {span('moved_middle')} of the middle (the most "
+            f"{_cell(top['moved_middle'])}) against `leaning`'s {_cell(base['moved_middle'])}, and rises before 0.9 of "
+            f"{span('rise_crossed')} against its {_cell(base['rise_crossed'])}; "
+            + ("none of them meets both targets" if both == 0 else f"{both} of them meet both targets"))
+
+
 __all__ = ["THEIRS", "ORACLE", "dynamics_record", "dynamics_table", "band_table", "target_table", "oracle_table",
-           "sweep_ratios", "premise_figure", "dynamics_summary"]
+           "sweep_ratios", "premise_figure", "dynamics_summary", "shifted_summary"]

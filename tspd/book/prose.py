@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from tspd import markdown
-from tspd.book.dynamics import dynamics_summary
+from tspd.book.dynamics import dynamics_summary, shifted_summary
 from tspd.book.headline import headline_table
 from tspd.book.loop_speed import share_text
 from tspd.book.accuracy import accuracy_text, reference_accuracy, reference_steps
@@ -441,6 +441,7 @@ def _loop_file(rec: bench_loop.BenchLoop) -> str:
 FACTS: dict[str, Callable[[], str]] = {
     "headline": headline_table,
     "dynamics-summary": dynamics_summary,
+    "oracle-shifted": shifted_summary,
     "model-accuracy": model_accuracy,
     "model-size": model_size,
     "model-lines": model_lines,
