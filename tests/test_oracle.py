@@ -87,8 +87,10 @@ def test_the_status_sentence_on_two_token_forms_follows_the_record(tmp_path):
     from tspd.book.dynamics import shifted_summary
     from tspd.measures.oracle import SHIFTED
 
+    def cell(v):
+        return {"value": v, "lo": v - 1, "hi": v + 1}
+
     def design(moved, rises):
-        cell = lambda v: {"value": v, "lo": v - 1, "hi": v + 1}
         return {"summary": {"moved_middle": cell(moved), "rise_crossed": cell(rises)}}
     record = {"n": 7, "designs": {"styled, odds 0.3 / 0.4": design(9.0, 13.0), SHIFTED[0][0]: design(18.0, 3.0),
                                   SHIFTED[1][0]: design(21.0, 6.0)}}

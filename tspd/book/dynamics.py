@@ -184,7 +184,9 @@ def shifted_summary(path=ORACLE) -> str:
     shifted = [record["designs"][name]["summary"] for name, _, _ in SHIFTED if name in record["designs"]]
     top = max(shifted, key=lambda s: s["moved_middle"]["value"])
     both = sum(s["moved_middle"]["value"] >= 20 and s["rise_crossed"]["value"] >= 5 for s in shifted)
-    span = lambda key: (f"{min(s[key]['value'] for s in shifted):.1f}-{max(s[key]['value'] for s in shifted):.1f} %")
+
+    def span(key: str) -> str:
+        return f"{min(s[key]['value'] for s in shifted):.1f}-{max(s[key]['value'] for s in shifted):.1f} %"
     return (f"in the oracle (`results/training/oracle/oracle.json`, n = {record['n']} answers each) its "
             f"{len(shifted)} designs give moved traces of {span('moved_middle')} of the middle (the most "
             f"{_cell(top['moved_middle'])}) against `leaning`'s {_cell(base['moved_middle'])}, and rises before 0.9 of "
