@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tspd.measures.oracle import (Aligned, Group, Layout, decode, designs, measure, permutations, shifted_layout,
-                                  styled_layout, styles, sums)
+from tspd.measures.oracle import (SHIFTED, Aligned, Group, Layout, decode, designs, measure, permutations,
+                                  shifted_layout, styled_layout, styles, sums)
 
 RECORD = Path(__file__).resolve().parents[1] / "results" / "training" / "oracle" / "oracle.json"
 
@@ -65,12 +65,14 @@ def test_a_shifted_line_without_long_forms_is_the_styled_line():
 def test_the_committed_record_reproduces():
     record = json.loads(RECORD.read_text())
     built = designs(3, record["header"], record["tail"])
+    shifted = {name for name, _, _ in SHIFTED}   # five times the cost of an answer of the others: one answer each
     for name, stored in record["designs"].items():
         layouts, seed, _ = built[name]
         if seed is not None:       # a sampled design's draws run on through all n answers: its first rows need n
             continue
-        got = measure(layouts, 256, 32)["rows"]
-        assert got == stored["first_rows"][:3], name
+        k = 1 if name in shifted else 3
+        got = measure(layouts[:k], 256, 32)["rows"]
+        assert got == stored["first_rows"][:k], name
 
 
 def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
@@ -85,7 +87,6 @@ def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
 
 def test_the_status_sentence_on_two_token_forms_follows_the_record(tmp_path):
     from tspd.book.dynamics import shifted_summary
-    from tspd.measures.oracle import SHIFTED
 
     def cell(v):
         return {"value": v, "lo": v - 1, "hi": v + 1}
