@@ -100,6 +100,42 @@ def test_the_record_is_written_and_read_back_whole(tmp_path):
     assert dynamics.load(None, tmp_path / "none.json") is None
 
 
+# a prompt's token-step counts (per band, per Fig. 1 bin): where two of a block's positions tie at float precision
+# (a roster line's free chores), which is written first follows the CPU's rounding and moves a few token-steps
+# between bins (2 of ~1,100 on a 2026-12-01 AMD EPYC for tiny-roster); every per-token measure and forward count of
+# the row is compared exactly
+STEP_COUNTS = ("band_steps", "band_flips", "fig1")
+
+
+def _recorded():
+    from tspd.models.loading import ZOO
+    return sorted(p.parent.name for p in ZOO.glob("*/dynamics.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _recorded())
+def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
+    """The first problems of a zoo model's committed dynamics record, measured again with the current code: the same
+    counts, prompt by prompt, its token-step counts within :data:`STEP_COUNTS`' margin (3 of its first batch of 10:
+    a row did not depend on its batch-mates, as checked on tiny-arith and tiny-roster, and three cost a third)."""
+    from tspd.measures.dynamics import OURS, measure_batch
+    from tspd.models.loading import load_model, resolve_path, weights_hash
+    from tspd.records import dynamics
+    from tspd.tasks.generated import generated_task
+    record, path = dynamics.load(name), resolve_path(name)
+    assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd dynamics"
+    cfg, task = DynamicsConfig(**record["config"]), generated_task(record["task"])
+    problems = task.load_split("test", 3)
+    again = measure_batch(load_model(path), task, problems, record["gen_length"], record["block_length"], cfg,
+                          record[OURS])
+    for problem, got, stored in zip(problems, again, record["rows"][:3]):
+        steps = {k: got.pop(k) for k in STEP_COUNTS}
+        assert {"id": problem["id"], **got} == {k: v for k, v in stored.items() if k not in STEP_COUNTS}
+        for k, counts in steps.items():
+            ours, theirs = np.array(counts), np.array(stored[k])
+            assert (np.abs(ours - theirs) <= np.maximum(2, theirs // 100)).all(), (problem["id"], k)
+
+
 def test_a_complete_record_is_read_back_untouched_and_a_partial_one_resumed(tmp_path, monkeypatch):
     """Reading a finished record back (the regime page does) rewrites nothing: not its command, revision or device."""
     import tspd.measures.dynamics as dyn
@@ -123,40 +159,3 @@ def test_a_complete_record_is_read_back_untouched_and_a_partial_one_resumed(tmp_
     before = out.read_bytes()
     again = dyn.measure_checkpoint("tiny-arith", cfg, command="third", out=out)
     assert calls == [2, 2] and again == resumed and out.read_bytes() == before
-
-
-# a prompt's token-step counts (per band, per Fig. 1 bin): where two of a block's positions tie at float precision
-# (a roster line's free chores), which is written first follows the CPU's rounding and moves a few token-steps
-# between bins (2 of ~1,100 on a 2026-12-01 AMD EPYC for tiny-roster); every per-token measure and forward count of
-# the row is compared exactly
-STEP_COUNTS = ("band_steps", "band_flips", "fig1")
-
-
-def _recorded():
-    from tspd.models.loading import ZOO
-    return sorted(p.parent.name for p in ZOO.glob("*/dynamics.json"))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", _recorded())
-def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
-    """The first problems of a zoo model's committed dynamics record, measured again with the current code: the same
-    counts, prompt by prompt (3 of its first batch of 10: a row did not depend on its batch-mates, as checked on
-    tiny-arith and tiny-roster, and three cost a third)."""
-    from tspd.measures.dynamics import OURS, measure_batch
-    from tspd.models.loading import load_model, resolve_path, weights_hash
-    from tspd.records import dynamics
-    from tspd.tasks.generated import generated_task
-    record, path = dynamics.load(name), resolve_path(name)
-    assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd dynamics"
-    cfg, task = DynamicsConfig(**record["config"]), generated_task(record["task"])
-    problems = task.load_split("test", 3)
-    again = measure_batch(load_model(path), task, problems, record["gen_length"], record["block_length"], cfg,
-                          record[OURS])
-    for problem, got, stored in zip(problems, again, record["rows"][:3]):
-        steps = {k: got.pop(k) for k in STEP_COUNTS}
-        assert {"id": problem["id"], **got} == {k: v for k, v in stored.items() if k not in STEP_COUNTS}
-        for k, counts in steps.items():
-            ours, theirs = np.array(counts), np.array(stored[k])
-            assert (np.abs(ours - theirs) <= np.maximum(2, theirs // 100)).all(), (problem["id"], k)
-

@@ -179,8 +179,9 @@ def shifted_summary(path=ORACLE) -> str:
     """The status page's sentence on the oracle's two-token-form designs (:data:`tspd.measures.oracle.SHIFTED`):
     their moved traces and rises against the ``leaning`` task's, from the oracle record."""
     from tspd.measures.oracle import SHIFTED
+    from tspd.tasks import leaning
     record = read_json(path)
-    base = record["designs"]["styled, odds 0.3 / 0.4"]["summary"]
+    base = record["designs"][f"styled, odds {leaning.P_PLAIN} / {leaning.P_MIXED_FIRST}"]["summary"]
     shifted = [record["designs"][name]["summary"] for name, _, _ in SHIFTED if name in record["designs"]]
     top = max(shifted, key=lambda s: s["moved_middle"]["value"])
     both = sum(s["moved_middle"]["value"] >= 20 and s["rise_crossed"]["value"] >= 5 for s in shifted)

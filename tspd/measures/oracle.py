@@ -38,19 +38,20 @@ class Group:
     """A joint distribution over a few answer slots: rows of (probability, one value per slot)."""
     rows: tuple
 
-    def likelihood(self, known: dict[int, int]) -> float:
-        """The probability that the slots hold the values ``known`` ({slot: value})."""
-        return sum(p for p, v in self.rows if all(v[i] == x for i, x in known.items()))
-
-    def marginals(self, known: dict[int, int]) -> list[dict[int, float]]:
-        """Each slot's distribution given the values ``known`` ({slot: value}) already written."""
+    def posterior(self, known: dict[int, int]) -> tuple[float, list[dict[int, float]]]:
+        """The probability that the slots hold the values ``known`` ({slot: value}), and each slot's distribution
+        given them (:meth:`marginals`), from one pass over the rows."""
         rows = [(p, v) for p, v in self.rows if p > 0 and all(v[i] == x for i, x in known.items())]
         z = sum(p for p, _ in rows)
         out = [{} for _ in self.rows[0][1]]
         for p, values in rows:
             for i, x in enumerate(values):
                 out[i][x] = out[i].get(x, 0.0) + p / z
-        return out
+        return z, out
+
+    def marginals(self, known: dict[int, int]) -> list[dict[int, float]]:
+        """Each slot's distribution given the values ``known`` ({slot: value}) already written."""
+        return self.posterior(known)[1]
 
 
 def permutations(n: int) -> Group:
@@ -102,9 +103,12 @@ class Aligned:
         weighted = []
         for p, places in self.alignments:
             assign = self._assignment(places, known)
-            w = 0.0 if assign is None else p * prod(self.groups[g].likelihood(a) for g, a in assign.items())
+            if assign is None:
+                continue
+            post = {g: self.groups[g].posterior(a) for g, a in assign.items()}
+            w = p * prod(z for z, _ in post.values())
             if w > 0:
-                weighted.append((w, places, {g: self.groups[g].marginals(a) for g, a in assign.items()}))
+                weighted.append((w, places, {g: marg for g, (_, marg) in post.items()}))
         z = sum(w for w, _, _ in weighted)
         out = [{} for _ in self.alignments[0][1]]
         for w, places, marg in weighted:
@@ -166,14 +170,14 @@ CHORE, HOUR = 100, 200   # a chore's code is CHORE + its index, an hour's HOUR +
 
 def shifted_layout(problem: dict, header: int, tail: int, odds: tuple[float, float] | None = None, longs: int = 1,
                    long_form: tuple[str, ...] = (":", " "), anywhere: bool = False) -> Layout:
-    """The ``leaning`` task's lines (:func:`styled_layout`, odds (0.3, 0.4) unless given) with ``longs`` of each
+    """The ``leaning`` task's lines (:func:`styled_layout` at its odds unless ``odds`` are given) with ``longs`` of each
     line's markers written in a two-token ``long_form`` (``cook: 2``), their places drawn at random among the
     items' joiners (or, ``anywhere``, among all the line's markers): a line keeps one length (the day count stays
     positional) but every place after a long form is shifted, and where the shift sits is a latent that each
     written token tells something of."""
-    from tspd.tasks import styled
+    from tspd.tasks import leaning, styled
     n = len(problem["chores"])
-    p_plain, p_first = odds or (0.3, 0.4)
+    p_plain, p_first = odds or (leaning.P_PLAIN, leaning.P_MIXED_FIRST)
     kinds = ["verb"] + [k for i in range(n) for k in ["item"] + (["sep" if i < n - 2 else "last"] if i < n - 1 else [])]
     forms = {kind: tuple(MARKS[f.strip() or f] for f in pair) for kind, pair in styled.FORMS.items()}
     places_at = range(2 * n) if anywhere else [k for k, kind in enumerate(kinds) if kind == "item"]
