@@ -1,4 +1,4 @@
-"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled and leaning.
+"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning and trail.
 
 Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
 ``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
@@ -19,9 +19,10 @@ from tspd.eval.tasks.mbpp import MBPP
 from tspd.tasks.roster import Roster
 from tspd.tasks.leaning import Leaning
 from tspd.tasks.styled import Styled
+from tspd.tasks.trail import Trail
 
 TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain, Roster, Styled,
-                                                                     Leaning)}
+                                                                     Leaning, Trail)}
 
 __all__ = ["TASKS", "ENV_VAR", "Task", "TaskDataError", "cut_at_stop", "default_data_dir", "get_task",
            "render_prompt", "use_chat"]

@@ -15,7 +15,8 @@ from tspd.stats import wilson
 from tspd.tasks.generated import generated_task
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
-from tspd.training import probes
+from tspd.tasks import trail
+from tspd.training import probes, trail_probes
 from tspd.training.lm.evaluation import EVAL_COLUMNS
 from tspd.records import training_md
 from tspd.records.files import write_atomic
@@ -67,6 +68,8 @@ def has_lines(task: str) -> bool:
 
 def curve_probes(task: str) -> dict[str, str]:
     """The probes a task's learning curve shows: ``{column: name}``."""
+    if generated_task(task) is trail:
+        return trail_probes.NAMES
     return ROSTER_PROBES if has_lines(task) else CURVE_PROBES
 
 
@@ -100,10 +103,12 @@ def probe_table(probed: dict, task: str = "arith") -> list[str]:
     answer visible and with everything after the span masked (roster: its own probes)."""
     if not probed:
         return ["No probes are recorded for this checkpoint."]
-    if has_lines(task):
-        head = ["## Teacher-forced probes (`tspd.training.roster_probes`: the reference plan in the window, a "
-                "few tokens masked, one forward)", "", f"On the first {int(probed['n'])} test problems, every day line.", ""]
-        return head + markdown.table(["probe", "right"], [[name, _pct(probed.get(k))] for k, name in ROSTER_PROBES.items()]) \
+    if has_lines(task) or generated_task(task) is trail:
+        module, names, what = ("trail_probes", trail_probes.NAMES, "trail") if generated_task(task) is trail else \
+            ("roster_probes", ROSTER_PROBES, "day")
+        head = [f"## Teacher-forced probes (`tspd.training.{module}`: the reference plan in the window, a "
+                "few tokens masked, one forward)", "", f"On the first {int(probed['n'])} test problems, every {what} line.", ""]
+        return head + markdown.table(["probe", "right"], [[name, _pct(probed.get(k))] for k, name in names.items()]) \
             + [""]
     names = {"operand_question": "question numbers", "operand_result": "earlier results", "result*": "products",
              "result+": "sums", "result-": "differences", "result/": "quotients", "final": "final line"}
@@ -151,7 +156,8 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("resumes"):
         lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
     if info.get("curve"):
-        probed_by = "`tspd.training.roster_probes`" if has_lines(task) else \
+        probed_by = "`tspd.training.trail_probes`" if generated_task(task) is trail else \
+            "`tspd.training.roster_probes`" if has_lines(task) else \
             "`tspd.training.probes`, with everything after the span masked"
         lines += [f"## Learning curve (held-out, 1 token per step; teacher-forced probes: {probed_by})", ""]
         lines += markdown.table(["step", "training minutes", "loss", "accuracy", "n", *curve_probes(task).values()],
