@@ -51,6 +51,27 @@ def test_targets_are_met_only_when_the_interval_is_on_their_side():
     assert got["vanilla at 512 loses against 256, points"]["value"] == pytest.approx(10.0)
 
 
+def test_a_cliff_misses_its_band_as_no_loss_does():
+    cliff = {**RECORD, "rows": {**RECORD["rows"], "fixed2": _row([0] * 100)}}   # LLaDA-8B loses 4.5 (theirs)
+    got = {t["what"]: t for t in targets(cliff)}["2 tokens per step loses, points"]
+    assert got["value"] == pytest.approx(95.0) and not got["met"] and not got["point_met"]
+    assert got["band"] == "2 to 12"
+    inside = {**RECORD, "rows": {**RECORD["rows"], "fixed2": _row([1] * 88 + [0] * 12)}}
+    assert {t["what"]: t for t in targets(inside)}["2 tokens per step loses, points"]["point_met"]
+
+
+def test_the_lower_thresholds_are_held_to_their_bands_where_a_record_has_them():
+    assert "Fast-dLLM 0.5 loses, points" not in {t["what"] for t in targets(RECORD)}   # a record from before them
+    record = {**RECORD, "config": {**RECORD["config"], "lower_thresholds": [0.7, 0.5]},
+              "rows": {**RECORD["rows"], "fast70": _row([1] * 93 + [0] * 7, tpf=6.0),
+                       "fast50": _row([1] * 40 + [0] * 60, tpf=8.0)}}
+    got = {t["what"]: t for t in targets(record)}
+    assert got["Fast-dLLM 0.7 loses, points"]["value"] == pytest.approx(2.0) and got["Fast-dLLM 0.7 loses, points"]["met"]
+    assert got["Fast-dLLM 0.5 loses, points"]["value"] == pytest.approx(55.0)
+    assert not got["Fast-dLLM 0.5 loses, points"]["point_met"]                  # above the 5-35 band
+    assert got["Fast-dLLM 0.5 loses, points"]["anchor"][0] == pytest.approx(79.3 - 66.6)   # theirs, Fig. 5
+
+
 def test_targets_say_what_each_row_measures():
     got = {t["what"]: t for t in targets(RECORD)}
     cost = got["the dual cache costs fast, points"]
@@ -86,8 +107,9 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
             "--threads", "1"]
     assert main(argv) == 0
     record = json.loads((model / "regime.json").read_text())
-    assert set(record["rows"]) == {"vanilla", "fast", "fixed2", "fixed4", "fixed8", "block_step", "vanilla_prefix",
-                                   "fast_prefix", "vanilla_dual", "fast_dual", "vanilla_128", "vanilla_short"}
+    assert set(record["rows"]) == {"vanilla", "fast", "fast70", "fast50", "fixed2", "fixed4", "fixed8", "block_step",
+                                   "vanilla_prefix", "fast_prefix", "vanilla_dual", "fast_dual", "vanilla_128",
+                                   "vanilla_short"}
     assert record["rows"]["vanilla"]["n"] == 2 and record["rows"]["vanilla_128"]["n"] == 1
     assert SECTION in (model / "TRAINING.md").read_text()
     record["rows"]["fast"]["seconds"] = -7                      # a kept row is not measured again

@@ -280,9 +280,9 @@ def cache_agreement(result: agreement_record.CacheAgreement | None = None) -> st
 # ------------------------------------------------------------------------------------------------
 def regime_summary(model: str = DEFAULT_MODEL) -> str:
     """What the model's regime record says against LLaDA-8B-Instruct's anchors (their numbers, in brackets), and
-    which of the regime targets it meets (:data:`tspd.measures.regime.REGIME_TARGETS`): a bound is met when the whole
-    95 % interval is on its side."""
-    from tspd.measures.regime import SCHEDULE_TARGETS, targets
+    which of the regime targets it meets (:data:`tspd.measures.regime.REGIME_TARGETS`): a band is met when the whole
+    95 % interval lies inside it."""
+    from tspd.measures.regime import SCHEDULE_TARGETS, THRESHOLD_TARGETS, targets
     rec = regime.load(model)
     if rec is None:
         return "its record has no regime figures yet"
@@ -296,31 +296,31 @@ def regime_summary(model: str = DEFAULT_MODEL) -> str:
             by_cache.setdefault(t["cache"], []).append((display_name(t["controller"], t["ce"]), t))
             continue
         if t["target"] == "vanilla":
-            words = f"vanilla >= {t['bound']:g} %"
+            words = f"vanilla {t['band']} %"
         elif t["target"] == "fast_tpf":
-            words = f"TPF >= {t['bound']:g}"
+            words = f"TPF {t['band']}"
             parts.append(f"Fast-dLLM at 0.9 without a cache makes {t['value']:.2f} non-EOS tokens per forward"
                          + (f" [{t['anchor'][0]:g} with the dual cache]" if t["anchor"] else ""))
-        elif t["target"] == "fast_loss":
-            words = f"Fast-dLLM 0.9 within {t['bound']:g} points"
-            parts.append(f"against vanilla it loses {t['value']:.1f} points{ival(t)}{theirs(t)}")
+        elif t["target"] in THRESHOLD_TARGETS.values():
+            words = f"Fast-dLLM {t['threshold']:g} losing {t['band']} points"
+            parts.append(f"Fast-dLLM at {t['threshold']:g} loses {t['value']:.1f} points{ival(t)}{theirs(t)}")
         elif t["target"] in SCHEDULE_TARGETS:
             step = "one step per block" if t["target"] == "block_step_loss" else f"{t['tokens_per_step']} tokens per step"
-            words = f"{step} losing >= {t['bound']:g} points"
+            words = f"{step} losing {t['band']} points"
             parts.append(f"{step} lose{'s' if t['target'] == 'block_step_loss' else ''} {t['value']:.1f} points"
                          f"{ival(t)}{theirs(t)}")
         else:   # long_gap
             window = t["window"]
-            words = f"vanilla at {window} within {t['bound']:g} points"
+            words = f"vanilla at {window} losing {t['band']} points"
             parts.append(f"vanilla at {window} tokens loses {t['value']:.1f} points{ival(t)} against the same "
                          f"{rec.rows[f'vanilla_{window}']['n']} problems at {rec.gen_length}{theirs(t)}")
         verdicts.append((words, t["met"], t["point_met"]))
     for cache, costs in by_cache.items():
         parts.append(f"the {cache} cache costs " + ", ".join(f"{who} {t['value']:.1f}{ival(t)}{theirs(t)}"
                                                              for who, t in costs) + " points")
-        bound = costs[0][1]["bound"]
+        band = costs[0][1]["band"]
         missed = [who for who, t in costs if not t["met"]]
-        verdicts.append((f"the {cache} cache <= {bound:g} points" + (f" for {', '.join(missed)}" if missed else ""),
+        verdicts.append((f"the {cache} cache {band} points" + (f" for {', '.join(missed)}" if missed else ""),
                          not missed, all(t["point_met"] for _, t in costs)))
     met = [w for w, ok, _ in verdicts if ok]
     missed = [w + (" (its point estimate is within)" if point else "") for w, ok, point in verdicts if not ok]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tspd.measures.regime import (FIXED_ANCHORS, SCHEDULE_TARGETS, THRESHOLD_ANCHOR, RegimeConfig, measure_checkpoint,
-                                  plan, targets)
+from tspd.measures.regime import (FIXED_ANCHORS, SCHEDULE_TARGETS, THRESHOLD_ANCHOR, THRESHOLD_TARGETS, RegimeConfig,
+                                  measure_checkpoint, plan, targets)
 from tspd.models.loading import DEFAULT_MODEL, ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.stats import wilson
@@ -39,7 +39,7 @@ def target_rows(record: dict) -> list[dict]:
         a = t["anchor"]
         rows.append({"figure": t["what"], "ours": round(t["value"], 2),
                      "95 % interval": "" if t["lo"] == t["hi"] else f"{t['lo']:.1f} to {t['hi']:.1f}",
-                     "target": f"{'>=' if t['kind'] == 'min' else '<='} {t['bound']:g}",
+                     "target": t["band"],
                      "met": "yes" if t["met"] else ("point only" if t["point_met"] else "no"),
                      "LLaDA-8B-Instruct (theirs)": "" if a is None else a[0]})
     return rows
@@ -73,12 +73,12 @@ def parallel_table(records: dict[str, dict]) -> list[dict]:
 
 
 def regime_figure(record: dict):
-    """Five panels of targets: ours (dot, 95 % interval; green where met) against each target's bound (a green
-    bar, shaded on the side where it is met) and LLaDA-8B-Instruct's value (diamond, theirs)."""
+    """Five panels of targets: ours (dot, 95 % interval; green where met) against each target's band (green bars,
+    shaded where it is met) and LLaDA-8B-Instruct's value (diamond, theirs)."""
     import matplotlib.pyplot as plt
 
     groups = [("TPF (Fast-dLLM 0.9)", ("fast_tpf",)), ("accuracy, %", ("vanilla",)),
-              ("points parallel decoding loses", ("fast_loss", *SCHEDULE_TARGETS)),
+              ("points parallel decoding loses", (*THRESHOLD_TARGETS.values(), *SCHEDULE_TARGETS)),
               ("points a longer window loses", ("long_gap",)), ("points a cache costs", ("cache_cost",))]
     found = targets(record)
     fig, axes = plt.subplots(1, 5, figsize=(16, 3.6), gridspec_kw={"width_ratios": [1, 1, 2, 1, 2.4]})
@@ -89,13 +89,15 @@ def regime_figure(record: dict):
                         color="tab:green" if t["met"] else "tab:red", capsize=3)
             if t["anchor"] is not None:
                 ax.plot(i, t["anchor"][0], "D", color="k", ms=6, label="LLaDA-8B (theirs)" if i == 0 else None)
-        top = max([t["hi"] for t in ts] + [t["bound"] for t in ts] + [t["anchor"][0] for t in ts if t["anchor"]]
-                  + [1.0]) * 1.15
+        bounds = [b for t in ts for b in (t["low"], t["high"]) if b is not None]
+        top = max([t["hi"] for t in ts] + bounds + [t["anchor"][0] for t in ts if t["anchor"]] + [1.0]) * 1.15
         bottom = min([t["lo"] for t in ts] + [0.0])
         for i, t in enumerate(ts):
-            ax.hlines(t["bound"], i - 0.35, i + 0.35, color="tab:green", lw=1.5)
-            ax.fill_between([i - 0.35, i + 0.35], t["bound"], top if t["kind"] == "min" else bottom,
-                            alpha=0.12, color="tab:green")
+            for b in (t["low"], t["high"]):
+                if b is not None:
+                    ax.hlines(b, i - 0.35, i + 0.35, color="tab:green", lw=1.5)
+            ax.fill_between([i - 0.35, i + 0.35], bottom if t["low"] is None else t["low"],
+                            top if t["high"] is None else t["high"], alpha=0.12, color="tab:green")
         ax.set_ylim(bottom - 0.05 * (top - bottom), top)
         ax.set_xlim(-0.6, max(len(ts), 1) - 0.4)
         ax.set_xticks(range(len(ts)), [_short(t["what"]) for t in ts], rotation=30, ha="right", fontsize=7)

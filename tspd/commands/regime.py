@@ -32,5 +32,5 @@ def main(args: argparse.Namespace) -> int:
                              out=args.out, log=lambda s: print(s, flush=True))
     training_md.write_section(regime_file.path_of(args.model).parent, SECTION, markdown(rec))
     for t in targets(rec):
-        print(f"{t['what']}: {t['value']:.2f} (bound {t['bound']:g}) {'met' if t['met'] else 'not met'}")
+        print(f"{t['what']}: {t['value']:.2f} (band {t['band']}) {'met' if t['met'] else 'not met'}")
     return 0

@@ -78,7 +78,9 @@ REGIME_NAMES = {"fast_tpf": "Fast-dLLM 0.9: TPF", "fast_loss": "Fast-dLLM 0.9: p
                 "fixed8_loss": "8 tokens/step: points lost", "block_step_loss": "one step per block: points lost",
                 "vanilla_prefix_cost": "prefix cache costs vanilla", "vanilla_dual_cost": "dual cache costs vanilla",
                 "fast_prefix_cost": "prefix cache costs Fast-dLLM", "fast_dual_cost": "dual cache costs Fast-dLLM",
-                "long_accuracy": "2x window: vanilla", "long_gap": "2x window: points lost"}
+                "long_accuracy": "2x window: vanilla", "long_gap": "2x window: points lost",
+                "fast70_loss": "Fast-dLLM 0.7: points lost", "fast50_loss": "Fast-dLLM 0.5: points lost"}
+LATER_FIGURES = ("fast70_loss", "fast50_loss")   # shown only where a log has them (logs from before had none)
 
 
 def regime_curve(curve: list[dict]) -> list[str]:
@@ -88,10 +90,10 @@ def regime_curve(curve: list[dict]) -> list[str]:
         return []
     cell = lambda k, v: "" if v is None else f"{v:.0%}" if k == "long_accuracy" else f"{v:.2f}" if k == "fast_tpf" \
         else f"{v:+.1f}"   # noqa: E731
+    keys = [k for k in REGIME_NAMES if k not in LATER_FIGURES or any(c.get(k) is not None for c in points)]
     return ["## Regime figures during training (`tspd.measures.regime`; costs in points, no cache minus cached)", ""] + \
-        markdown.table(["step", "minutes", *REGIME_NAMES.values()],
-                       [[c["step"], f"{c['minutes']:.1f}", *(cell(k, c.get(k)) for k in REGIME_NAMES)]
-                        for c in points]) + [""]
+        markdown.table(["step", "minutes", *(REGIME_NAMES[k] for k in keys)],
+                       [[c["step"], f"{c['minutes']:.1f}", *(cell(k, c.get(k)) for k in keys)] for c in points]) + [""]
 
 
 def _pct(x) -> str:
