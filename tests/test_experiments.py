@@ -60,7 +60,7 @@ def registry(tmp_path):
         calls["samples"] += len(batch)
         return generate(model, batch, config, **kw)
 
-    def fake_load(checkpoint, device="cpu", dtype=None):     # cached per process, like tspd.models.cache.get_model
+    def fake_load(checkpoint, device="cpu", dtype=None):     # cached per process, like tspd.models.loaded.get_model
         if checkpoint.path not in loaded:
             calls["loads"] += 1
             loaded[checkpoint.path] = random_model()

@@ -15,7 +15,7 @@ import pytest
 from tspd.book import controller_table
 from tspd.eval import cache_agreement_table
 from tspd.eval.experiments import RunConfig, load_result
-from tspd.models.cache import get_model
+from tspd.models.loaded import get_model
 from tspd.provenance import REPO_ROOT
 from tspd.tasks.generated import trained_task
 from tspd.records import cache_agreement as agreement_record, controller_table as table_record

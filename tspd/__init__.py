@@ -7,7 +7,8 @@
 from tspd.models.config import LLaDAConfig
 from tspd.decoding.config import DecodeConfig
 from tspd.models.loading import LoadedModel, SpecialTokens, load_model, load_tokenizer, save_model
-from tspd.models.llada import KVCache, LLaDAModelLM
+from tspd.models.kv_cache import KVCache
+from tspd.models.llada import LLaDAModelLM
 from tspd.decoding.loop import Generation, generate
 
 __all__ = ["DecodeConfig", "LLaDAConfig", "LLaDAModelLM", "KVCache", "LoadedModel", "SpecialTokens", "Generation", "generate",

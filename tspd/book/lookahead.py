@@ -58,7 +58,7 @@ class LookaheadSpec:
 
     @property
     def key(self) -> str:
-        from tspd.models.cache import model_fingerprint
+        from tspd.models.loaded import model_fingerprint
         d = {**dataclasses.asdict(self), "weights": model_fingerprint(self.model)}   # new weights, new record
         return settings_digest(d)
 
@@ -115,7 +115,7 @@ def measure(spec: LookaheadSpec, progress: bool = True) -> dict:
     from tqdm.auto import tqdm
 
     from tspd.decoding.loop import generate
-    from tspd.models.cache import get_model
+    from tspd.models.loaded import get_model
     from tspd.tasks.base import render_prompt
     from tspd.training.traces import load_prompts
     lm = get_model(spec.model, spec.device, spec.dtype)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tspd.models.llada import KVCache
+from tspd.models.kv_cache import KVCache
 from tspd.models.hf_decoder import Attention, DecoderLayer, DecoderLM, HFDecoderConfig, SwiGLU
 
 
@@ -62,7 +62,7 @@ class DreamConfig(HFDecoderConfig):
 
 
 class ShiftCache(KVCache):
-    """A :class:`~tspd.models.llada.KVCache` that also remembers the canvas tokens and RoPE positions it saw.
+    """A :class:`~tspd.models.kv_cache.KVCache` that also remembers the canvas tokens and RoPE positions it saw.
 
     Dream's window forward needs the token left of the window (see the module docstring).
     """

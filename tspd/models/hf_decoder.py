@@ -13,7 +13,7 @@ builds once (the Hugging Face Qwen2 / OLMoE layouts)::
     lm_head                                       absent when tie_word_embeddings
 
 Attention is bidirectional (both models force ``is_causal=False``). The RMSNorm, rotary embedding and
-:class:`~tspd.models.llada.KVCache` are :mod:`tspd.models.llada`'s own, so ``forward(input_ids, attention_mask,
+:class:`~tspd.models.kv_cache.KVCache` are the shared ones, so ``forward(input_ids, attention_mask,
 position_ids, cache, offset, logits_from, logits_to)`` behaves exactly like :class:`tspd.LLaDAModelLM`'s: a
 full forward at offset 0 fills the cache for the whole canvas, a window forward writes its keys/values at
 ``offset`` and attends over the whole cache, and only rows ``[logits_from, logits_to)`` get logits.
@@ -34,7 +34,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from tspd.models.fused import fuse_linears
-from tspd.models.llada import KVCache, RMSNorm, attend, window_inputs
+from tspd.models.kv_cache import KVCache, attend
+from tspd.models.llada import RMSNorm, window_inputs
 from tspd.models.pointwise import EAGER, Pointwise
 
 

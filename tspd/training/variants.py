@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import torch
 
 from tspd.decoding.controllers.weights import save_controller
-from tspd.models.cache import get_model, model_fingerprint
+from tspd.models.loaded import get_model, model_fingerprint
 from tspd.provenance import REPO_ROOT
 from tspd.models.loading import DEFAULT_MODEL, window
 from tspd.provenance import settings_digest
