@@ -62,3 +62,31 @@ def test_every_token_of_an_answer_is_a_letter_or_a_mark_of_the_layout():
     p = _problem()
     pieces = [tok.decode([i]) for i in tok(p["lines"][0], add_special_tokens=False)["input_ids"]]
     assert pieces == list(p["lines"][0])   # one token a letter and a '>' (no letter merged with another)
+
+
+def test_the_hop_probes_read_the_letters_ahead_of_the_last_one_written():
+    """A model that knows the reference window gets every hop right and every line in one pass; the untrained
+    tiny-roster (it has never seen a link) gets no hop right."""
+    import torch
+    from tspd.models.loading import load_model
+    from tspd.training import trail_probes
+    from tspd.training.probes import _encode, _window
+
+    lm = load_model("tiny-roster")
+    tok, problems = lm.tokenizer, trail.load_split("test", 3)
+    windows = [_window(tok, _encode(tok, p["answer"])[0], 64) for p in problems]
+
+    class Oracle(torch.nn.Module):   # logits peaked on the reference token at every answer position
+        def forward(self, ids, attention_mask=None, position_ids=None, logits_from=0):
+            out = torch.zeros(ids.shape[0], ids.shape[1] - logits_from, len(tok))
+            for r in range(ids.shape[0]):
+                width = int(attention_mask[r].sum()) - 64   # the prompt's tokens
+                prompt = [int(t) for t in ids[r, logits_from - width:logits_from]]
+                w = next(w for p, w in zip(problems, windows) if _encode(tok, trail.prompt(p))[0] == prompt)
+                out[r, torch.arange(64), torch.tensor(w)] = 1.0
+            return out
+
+    got = trail_probes.run_probes(Oracle(), tok, problems, 64, mask_id=lm.special.mask)
+    assert got["probe_hop1"] == got["probe_hop2"] == 1.0 and got["one_pass_lines"] == 1.0
+    assert got["probe_hop4"] in (None, 1.0)
+    assert trail_probes.run_probes(lm.model, tok, problems, 64, mask_id=lm.special.mask)["probe_hop1"] < 0.5
