@@ -89,4 +89,4 @@ def test_the_hop_probes_read_the_letters_ahead_of_the_last_one_written():
     got = trail_probes.run_probes(Oracle(), tok, problems, 64, mask_id=lm.special.mask)
     assert got["probe_hop1"] == got["probe_hop2"] == 1.0 and got["one_pass_lines"] == 1.0
     assert got["probe_hop4"] in (None, 1.0)
-    assert trail_probes.run_probes(lm.model, tok, problems, 64, mask_id=lm.special.mask)["probe_hop1"] < 0.5
+    assert trail_probes.run_probes(lm, tok, problems, 64, mask_id=lm.special.mask)["probe_hop1"] < 0.5
