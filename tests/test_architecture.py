@@ -10,23 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tspd"
-# Bottom to top; a module may import from its own layer and those before it. A layer is a list of
-# module names, each standing for itself and everything below it ("tspd" alone: the package's
-# __init__, the public API, which re-exports from below and is imported by nothing inside).
-LAYERS = [
-    ("helpers", ["tspd.provenance", "tspd.validate", "tspd.options", "tspd.markdown", "tspd.stats"]),
-    ("models", ["tspd.models"]),
-    ("tasks", ["tspd.tasks"]),
-    ("decoding", ["tspd.decoding"]),
-    ("records", ["tspd.records"]),
-    ("measures", ["tspd.measures"]),
-    ("training", ["tspd.training"]),
-    ("eval", ["tspd.eval"]),
-    ("book", ["tspd.book"]),
-    ("bench", ["tspd.bench.step", "tspd.bench.forward", "tspd.bench.loop"]),
-    ("commands", ["tspd.commands", "tspd.bench"]),
-    ("entry", ["tspd.cli", "tspd.__main__", "tspd.lmeval", "tspd"]),
-]
+PYPROJECT = PACKAGE.parent / "pyproject.toml"   # its [tool.importlinter] contract names the layers, bottom last
 
 
 def module_name(path: Path) -> str:
@@ -57,28 +41,40 @@ def imports(path: Path) -> list[str]:
     return out
 
 
-def layer_of(module: str) -> int | None:
-    """Index in :data:`LAYERS` of the longest matching name, None if no layer names the module."""
-    best, rank = -1, None
-    for i, (_, names) in enumerate(LAYERS):
-        for name in names:
-            if (module == name or (module.startswith(name + ".") and name != "tspd")) and len(name) > best:
-                best, rank = len(name), i
-    return rank
-
-
 GRAPH = {m: sorted(set(imports(p)) - {m}) for m, p in MODULES.items()}
 
 
-def test_every_module_has_a_layer():
-    assert [m for m in MODULES if layer_of(m) is None] == []
+def lint(config: Path) -> int:
+    """import-linter's exit code for the contracts of ``config`` (0: every contract kept), without its cache."""
+    from importlinter.cli import lint_imports
+    return lint_imports(config_filename=str(config), no_cache=True, no_logo=True)
 
 
-def test_no_module_imports_one_above_it():
-    upward = [f"{m} ({LAYERS[layer_of(m)][0]}) imports {t} ({LAYERS[layer_of(t)][0]})"
-              for m, targets in GRAPH.items() for t in targets
-              if layer_of(t) is not None and layer_of(m) is not None and layer_of(t) > layer_of(m)]
-    assert upward == []
+def test_no_module_imports_from_a_layer_above_its_own():
+    assert lint(PYPROJECT) == 0
+
+
+def test_the_contract_breaks_on_an_upward_import(tmp_path, monkeypatch):
+    toy = tmp_path / "toy"
+    toy.mkdir()
+    (toy / "__init__.py").write_text("")
+    (toy / "high.py").write_text("")
+    (toy / "low.py").write_text("import toy.high\n")
+    config = tmp_path / "contract.toml"
+    config.write_text('[tool.importlinter]\nroot_package = "toy"\n[[tool.importlinter.contracts]]\nname = "toy"\n'
+                      'type = "layers"\nlayers = ["toy.high", "toy.low"]\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert lint(config) == 1
+    (toy / "low.py").write_text("")
+    assert lint(config) == 0
+
+
+def test_every_module_of_the_package_sits_in_a_layer():
+    import tomllib
+    layers = [name.strip() for layer in tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+              for name in layer.split(":")]
+    outside = [m for m in MODULES if m != "tspd" and not any(m == n or m.startswith(n + ".") for n in layers)]
+    assert outside == []
 
 
 def strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -116,11 +112,13 @@ def test_no_import_circles():
     assert strongly_connected(GRAPH) == []
 
 
-def test_the_checks_see_a_circle_and_an_upward_import():
+def test_nothing_inside_imports_the_public_api():
+    """``tspd/__init__.py`` re-exports from every layer: a module importing it would import upward."""
+    assert [m for m, targets in GRAPH.items() if "tspd" in targets and m != "tspd"] == []
+
+
+def test_the_check_sees_a_circle():
     assert strongly_connected({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
-    assert layer_of("tspd.decoding.loop") < layer_of("tspd.eval.harness") < layer_of("tspd.commands.generate")
-    assert layer_of("tspd.bench.step") < layer_of("tspd.bench") < layer_of("tspd.lmeval")
-    assert layer_of("tspd") == len(LAYERS) - 1 and layer_of("tspd.validate") == 0
 
 
 def test_no_namespace_is_built_outside_the_command_line():
@@ -223,7 +221,6 @@ def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[s
 
 # Algorithm 1 is read top to bottom in one function, as LLaDA's generate is (issue 68): its helpers used once
 # are folded in, so it alone may run past a screen, up to this many lines.
-ALGORITHM_LINES = 100
 
 
 def test_no_function_is_longer_than_a_screen():
@@ -239,33 +236,6 @@ def test_the_length_check_counts_from_def_to_the_last_line():
     assert long_functions(fits) == []
     assert long_functions(fits + "        return 1\n") == [("C.f", 3, MAX_FUNCTION_LINES + 1)]
     assert long_functions(f"async def g():\n{body}\n        return 1\n") == [("g", 1, MAX_FUNCTION_LINES + 1)]
-
-
-def test_the_generation_loop_is_algorithm_1_top_to_bottom():
-    """``generate`` is Algorithm 1, read in one place: each of the paper's steps is a comment on the line that does
-    it, in the paper's order; its one-use helpers are folded in (no private helper of loop.py is called once)."""
-    source = (PACKAGE / "decoding" / "loop.py").read_text()
-    tree = ast.parse(source)
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate")
-    assert fn.end_lineno - fn.lineno + 1 <= ALGORITHM_LINES and "Algorithm 1" in ast.get_docstring(fn)
-    body = "\n".join(source.splitlines()[fn.lineno - 1:fn.end_lineno])
-    steps = ["X <- [x | MASK^L]", "semi-autoregressive blocks", "p <- M(X)", "H <- update(H, p)", "r^ <- CE(H, F)",
-             "A <- TSPD(r^, pos, F)", "X <- commit(X, p, A)"]
-    assert [body.find(step) for step in steps] == sorted(body.find(step) for step in steps) and -1 not in \
-        [body.find(step) for step in steps], "the paper's steps, in order, as comments"
-    private = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name.startswith("_")}
-    calls = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
-    assert not [name for name in private if calls.count(name) == 1 and name not in ("_generation", "_loaded")], \
-        "a private helper called once belongs in generate"
-    assert not [n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "range"
-                and any(isinstance(a, ast.BinOp) for a in n.args)]   # no range(10 ** 9) for a while loop
-
-
-def test_the_architecture_page_draws_these_layers():
-    page = (PACKAGE.parent / "book" / "architecture.md").read_text()
-    rows = [line for line in page.splitlines() if line.startswith("| ") and "`tspd" in line.split("|")[2]]
-    drawn = [(r.split("|")[1].strip(), sorted(n.strip(" `") for n in r.split("|")[2].split(","))) for r in rows]
-    assert drawn == [(name, sorted(modules)) for name, modules in LAYERS]
 
 
 def command_table() -> list[str]:
