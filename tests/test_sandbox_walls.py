@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tspd.eval.sandbox import Limits, process, run_python, uid as sandbox_uid
+from tspd.eval.sandbox.allowlist import allowlist
 from tspd.eval.tasks import get_task
 
 IS_ROOT = os.geteuid() == 0
@@ -25,11 +26,11 @@ def machine_can(flags: int) -> bool:
     return subprocess.run([sys.executable, "-I", "-c", code], capture_output=True).returncode == 0
 
 
-NET, IPC, MOUNT = 0x40000000, 0x08000000, 0x00020000
+NET, IPC, MOUNT, PID = 0x40000000, 0x08000000, 0x00020000, 0x20000000
 needs = pytest.mark.skipif
 
 
-@needs(not machine_can(NET | MOUNT), reason="this machine makes no network or mount namespaces")
+@needs(not machine_can(NET | MOUNT | PID), reason="this machine makes no network, mount or PID namespaces")
 def test_every_wall_holds_and_what_was_outside_is_out_of_reach():
     program = ("import errno, os, socket\n"
                "assert [name for _, name in socket.if_nameindex()] == ['lo']\n"                  # no other interface
@@ -40,7 +41,7 @@ def test_every_wall_holds_and_what_was_outside_is_out_of_reach():
                "assert libc.umount2(b'/tmp', 2) == -1 and ctypes.get_errno() == errno.EPERM\n")
     r = run_python(program, Limits(guard=False))
     assert r.passed, r.stderr
-    assert set(r.isolation) >= {"net", "ipc", "mount", "readonly"} and "guard" not in r.isolation
+    assert set(r.isolation) >= {"net", "ipc", "mount", "readonly", "allowlist", "pid"} and "guard" not in r.isolation
 
 
 def test_the_benchmark_data_and_the_repository_are_hidden():
@@ -66,12 +67,16 @@ def test_system_v_shared_memory_does_not_outlive_the_run():
 
 
 @needs(not IS_ROOT, reason="needs a second uid to act as an evaluator that is not root")
-def test_an_evaluator_that_is_not_root_gets_the_walls_through_a_user_namespace(tmp_path):
-    """The boot run directly by an unprivileged uid (what ``run_python`` does for a user who is not root), with
-    nothing on stdin: it compiles its modules from source (what an interpreter of another bytecode version does)."""
+@pytest.mark.parametrize("allow", [False, True], ids=["nothing-on-stdin", "the-allowlist-on-stdin"])
+def test_an_evaluator_that_is_not_root_gets_the_walls_through_a_user_namespace(tmp_path, allow):
+    """The boot run directly by an unprivileged uid (what ``run_python`` does for a user who is not root). With nothing
+    on stdin it compiles its modules from source (what an interpreter of another bytecode version does) and, given no
+    allowlist, shows the read-only view; given the allowlist, it builds the allowlist root inside the user namespace.
+    Either way its PID namespace has a /proc of its own."""
     python = sandbox_uid.interpreter(True)
     if python is None:
         pytest.skip("no interpreter an unprivileged uid can start")
+    given = json.dumps({"allow": allowlist(python, process.ENV)}).encode() if allow else b""
     uid = sandbox_uid.claim_uid()
     os.chmod(tmp_path, 0o755)
     work = tmp_path / "work"
@@ -80,17 +85,23 @@ def test_an_evaluator_that_is_not_root_gets_the_walls_through_a_user_namespace(t
         "import ctypes, errno, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
         "assert libc.umount2(b'/tmp', 2) == -1 and ctypes.get_errno() == errno.EPERM\n"
         "assert open('/proc/self/status').read().split('CapEff:')[1].split()[0] == '0' * 16\n"
+        "assert sorted(n for n in os.listdir('/proc') if n.isdigit()) == ['1', '2']\n"
+        "assert ('work' in os.listdir('/')) is not " + str(allow) + ", os.listdir('/')\n"
         "import socket\nprint([name for _, name in socket.if_nameindex()])\n")
     os.chown(work, uid, uid)
     os.chown(work / "program.py", uid, uid)
     status_r, status_w = os.pipe()
     go_r, go_w = os.pipe()
+    stdin_r, stdin_w = os.pipe()
     config = {"role": "program", "uid": None, "rlimits": [], "guard": False, "namespaces": True, "hide": [],
               "status_fd": status_w, "go_fd": go_r}
     try:
         child = subprocess.Popen([python, "-I", "-B", process.BOOT, json.dumps(config)], cwd=work, user=uid, group=uid,
                                  extra_groups=[], pass_fds=(status_w, go_r), env={"PATH": "/usr/bin:/bin"},
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                 stdin=stdin_r, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        os.close(stdin_r)
+        os.write(stdin_w, given)   # the allowlist fits the pipe's buffer
+        os.close(stdin_w)
         os.close(status_w)
         os.close(go_r)
         status = json.loads(os.read(status_r, 1 << 16))
@@ -103,14 +114,16 @@ def test_an_evaluator_that_is_not_root_gets_the_walls_through_a_user_namespace(t
         os.close(status_r)
     if not status["userns"]:
         pytest.skip(f"no unprivileged user namespaces here: {status['why']}")
-    assert status["net"] and status["mount"] and status["readonly"], status
+    assert status["net"] and status["mount"] and status["readonly"] and status["pid"] and status["proc"], status
+    assert status["allowlist"] is allow, status
     assert child.returncode == 0 and out.strip() == "['lo']", out
 
 
 def test_a_wall_that_cannot_be_raised_is_said_once(monkeypatch, tmp_path):
     monkeypatch.setattr(process, "_warned", set())
     child = process.Child("program", tmp_path, None, Limits())
-    child.status = {"net": False, "mount": True, "why": ["unshare(CLONE_NEWNET): Operation not permitted"]}
+    child.status = {"net": False, "mount": True, "allowlist": True, "pid": True, "proc": True,
+                    "why": ["unshare(CLONE_NEWNET): Operation not permitted"]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         child._warn_about_walls()
@@ -133,8 +146,8 @@ def test_the_threat_model_page_names_tests_that_exist():
 def test_kernels_without_mount_setattr_get_every_mount_remounted_read_only():
     """The fallback of isolate (kernels before 5.12), run in a throwaway mount namespace."""
     code = ("import ctypes, errno, os\nfrom tspd.eval.sandbox import isolate\n"
-            "assert isolate._libc.unshare(isolate.CLONE_NEWNS) == 0\n"
-            "isolate._mount(None, '/', None, isolate.MS_REC | isolate.MS_PRIVATE)\n"
+            "assert isolate.libc.unshare(isolate.CLONE_NEWNS) == 0\n"
+            "isolate.mount(None, '/', None, isolate.MS_REC | isolate.MS_PRIVATE)\n"
             "isolate.remount_each_read_only()\n"
             "try:\n    open('/etc/tspd-no', 'w')\nexcept OSError as e:\n    assert e.errno == errno.EROFS, e\n"
             "else:\n    raise SystemExit('/etc is writable')\n"

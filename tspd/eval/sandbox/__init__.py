@@ -13,9 +13,12 @@ covering what the others miss (the threat model, with the test that shows each, 
 3. **Resource limits** (:mod:`.limits`): CPU time, address space, file size, no core dumps, processes.
 4. **Identity** (:mod:`.uid`): as root, a fresh unprivileged uid per process; every process of it is
    killed at the end.
-5. **Namespaces** (:mod:`.isolate`): no network (a network namespace whose loopback is down), a read-only
-   file system with private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (nothing is left behind: what was left
-   is counted, :mod:`.leftovers`), and the benchmark's data hidden.
+5. **Namespaces** (:mod:`.isolate`): no network (a network namespace whose loopback is down), no IPC that
+   outlives the run, and an allowlist root (:mod:`.root`, from :mod:`.allowlist`): a fresh read-only root
+   holding only what the interpreter needs, the working directory and private ``/tmp``, ``/var/tmp`` and
+   ``/dev/shm`` (nothing is left behind: what was left is counted, :mod:`.leftovers`), so no copy of the
+   answer key anywhere on the machine is visible; a PID namespace whose PID 1 (:mod:`.reaper`) ends every
+   process with the run and whose ``/proc`` shows the sandbox's processes only.
 6. **Python guard** (:mod:`.guard`): an audit hook that refuses writes outside the working directory,
    signals, new processes and sockets with a clear error; ``ctypes`` bypasses it, not the layers above.
 

@@ -5,18 +5,21 @@ privilege, so it is made while the child is still the evaluator (root, or the ow
 namespace), and the identity is dropped only after; ``Popen(user=...)`` drops it before any code of ours
 runs, and ``preexec_fn`` is unsafe in the threaded grader. Python 3.11 has no ``os.unshare``.
 
-:func:`enter` (privileged):
+:func:`enter` (privileged) makes the namespaces:
 
 * **network**: a new network namespace. Its only interface is a loopback that is down, so no address, the
   loopback of the machine included, can be reached (``connect`` fails with ENETUNREACH);
 * **IPC**: a new IPC namespace, so System V shared memory, semaphores and message queues and POSIX message
   queues, which outlive the process that made them, die with the sandbox;
-* **files**: a new mount namespace in which every mount is read-only (``mount_setattr``, or a remount of
-  each mount on kernels before 5.12), with private ``tmpfs`` mounts on the world-writable ``/tmp``,
-  ``/var/tmp`` and ``/dev/shm``, and the working directory bound back, writable, at its own path. Whatever
-  the program writes outside that directory lands in those private mounts and vanishes with the namespace;
-* **hidden**: directories the grader names (the benchmark's data, which holds the reference solutions)
-  covered by an empty read-only ``tmpfs``, unless the interpreter's own library lives under one.
+* **mounts**: a new mount namespace, private, in which the file system the program sees is built
+  (:mod:`.root`: an allowlist root; :func:`read_only_view` where it cannot be built);
+* **PIDs**: a new PID namespace, entered by the next child (:mod:`.reaper`), with a ``/proc`` of its own.
+
+:func:`read_only_view` is the fallback view: every mount read-only (``mount_setattr``, or a remount of each
+mount on kernels before 5.12), private ``tmpfs`` mounts on the world-writable ``/tmp``, ``/var/tmp`` and
+``/dev/shm``, the working directory bound back, writable, at its own path, and the directories the grader
+names (the benchmark's data, which holds the reference solutions) covered by an empty read-only ``tmpfs``,
+unless the interpreter's own library lives under one.
 
 When the evaluator is not root it first makes a user namespace that maps its own uid (unprivileged user
 namespaces), and :func:`drop` then gives up every capability in it. Each wall that cannot be raised is
@@ -35,18 +38,20 @@ import ctypes
 import os
 import sys
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x08000000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = (0x00020000, 0x08000000, 0x10000000,
+                                                                      0x20000000, 0x40000000)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024,
-                "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
+ST_RELATIME = 4096               # statvfs's flag (its other flags have the MS_ values above)
+MNT_DETACH = 2
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
 SYS_MOUNT_SETATTR = 442          # the same number on every architecture (the generic syscall table)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 TMPFS_OPTIONS = "mode=1777,size=64m,nr_inodes=4096"
 
-_libc = ctypes.CDLL(None, use_errno=True)
+libc = ctypes.CDLL(None, use_errno=True)
 
 
 class _MountAttr(ctypes.Structure):
@@ -54,66 +59,100 @@ class _MountAttr(ctypes.Structure):
                 ("userns_fd", ctypes.c_uint64)]
 
 
-def _check(result: int, what: str) -> None:
+def must(result: int, what: str) -> None:
+    """Raise OSError (errno and ``what``) when a libc call returned non-zero."""
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, "%s: %s" % (what, os.strerror(err)))
 
 
-def _mount(source, target, fstype, flags, data=None) -> None:
+def mount(source, target, fstype, flags, data=None) -> None:
     enc = lambda s: None if s is None else os.fsencode(s)   # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), "mount " + target)
+    must(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), "mount " + target)
 
 
-def enter(work: str, hide=()) -> dict:
-    """Make the namespaces and mounts (see the module docstring). -> status for the grader:
-    ``{"net", "ipc", "mount", "readonly", "userns": bool, "private": [dirs], "skeleton": {dir: first name of the
-    rebuilt path}, "hidden": [dirs], "why": [reasons]}``."""
-    status = {"net": False, "ipc": False, "mount": False, "readonly": False, "userns": False, "private": [],
-              "skeleton": {}, "hidden": [], "why": []}
+def remount(target: str, flags: int) -> None:
+    """Remount the mount at ``target`` with ``flags`` (``MS_RDONLY``, ``MS_NOSUID``, ...) added to the nosuid, nodev,
+    noexec and atime flags it has (a bind remount replaces them all, and in a user namespace dropping one that
+    is locked is refused); a read-only mount not given ``MS_RDONLY`` becomes writable."""
+    has = os.statvfs(target).f_flag
+    kept = has & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+    kept |= MS_RELATIME if has & ST_RELATIME else (0 if has & MS_NOATIME else MS_STRICTATIME)
+    mount(None, target, None, MS_REMOUNT | MS_BIND | kept | flags)
+
+
+def empty(target: str) -> None:
+    """Cover ``target`` with an empty read-only ``tmpfs``."""
+    mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755")
+
+
+def enter() -> dict:
+    """Make the namespaces (see the module docstring); the file system is left as it was, in a private mount
+    namespace. -> status for the grader: ``{"net", "ipc", "mount", "pid", "userns", "allowlist", "proc",
+    "readonly": bool, "private": [dirs], "skeleton": {dir: first name of the rebuilt path}, "hidden": [dirs],
+    "why": [reasons]}`` (the view and PID 1 fill in the rest)."""
+    status = {"net": False, "ipc": False, "mount": False, "pid": False, "userns": False, "allowlist": False,
+              "proc": False, "readonly": False, "private": [], "skeleton": {}, "hidden": [], "why": []}
     if os.geteuid() != 0 and not _user_namespace(status):
         return status
+    for flag, name in ((CLONE_NEWNET, "net"), (CLONE_NEWIPC, "ipc")):
+        try:
+            must(libc.unshare(flag), "unshare(CLONE_NEW%s)" % name.upper())
+            status[name] = True
+        except OSError as e:
+            status["why"].append(str(e))
     try:
-        _check(_libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
-        status["net"] = True
-    except OSError as e:
-        status["why"].append(str(e))
-    try:
-        _check(_libc.unshare(CLONE_NEWIPC), "unshare(CLONE_NEWIPC)")
-        status["ipc"] = True
-    except OSError as e:
-        status["why"].append(str(e))
-    try:
-        _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        _private_dirs(work, status)
-        writable = status["private"] + [_bind_work(work)]
+        must(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
         status["mount"] = True
+        must(libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+        status["pid"] = True
     except OSError as e:
         status["why"].append(str(e))
-        return status
+    return status
+
+
+def read_only_view(work: str, hide, status: dict) -> None:
+    """The fallback view (see the module docstring), in this process's mount namespace; ``work`` is the real path
+    of the working directory, this process's cwd."""
+    try:
+        private_dirs(work, status)
+        writable = status["private"] + [bind_work(work)]
+    except OSError as e:
+        status["why"].append(str(e))
+        status["mount"] = False
+        return
     try:   # everything read-only, then the private mounts and the working directory writable again
         _read_only_everywhere()
         for path in writable:
-            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+            remount(path, MS_NOSUID | MS_NODEV)
         status["readonly"] = True
     except OSError as e:
         status["why"].append(str(e))
     for path in hide:
         try:
             if _hideable(path):
-                _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755")
+                empty(path)
                 status["hidden"].append(path)
         except OSError as e:
             status["why"].append(str(e))
-    return status
+
+
+def mount_proc(target: str, status: dict) -> None:
+    """A ``/proc`` of this process's PID namespace at ``target`` (PID 1 calls it: it shows the namespace of its
+    mounter)."""
+    try:
+        mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        status["proc"] = True
+    except OSError as e:
+        status["why"].append(str(e))
 
 
 def _user_namespace(status: dict) -> bool:
     """Not root: a user namespace mapping this uid and gid to themselves (capabilities inside it only)."""
     uid, gid = os.geteuid(), os.getegid()
     try:
-        _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+        must(libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
         for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)), ("gid_map", "%d %d 1" % (gid, gid))):
             with open("/proc/self/" + name, "w") as f:
                 f.write(text)
@@ -126,48 +165,50 @@ def _user_namespace(status: dict) -> bool:
 
 def _read_only_everywhere() -> None:
     attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    if _libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD), b"/", ctypes.c_uint(AT_RECURSIVE),
-                     ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0:
+    if libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD), b"/", ctypes.c_uint(AT_RECURSIVE),
+                    ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0:
         return
     remount_each_read_only()
 
 
 def remount_each_read_only(mountinfo: str = "/proc/self/mountinfo") -> None:
     """Kernels before 5.12 (no ``mount_setattr``): remount every mount read-only, one by one, keeping its
-    nosuid/nodev/noexec/atime flags (a bind remount replaces them all)."""
+    nosuid/nodev/noexec/atime flags (:func:`remount`)."""
     with open(mountinfo) as f:
-        rows = [line.split() for line in f]
-    for row in rows:
-        target = row[4].encode().decode("unicode_escape")   # mountinfo escapes spaces as \040
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        for option in row[5].split(","):
-            flags |= _MOUNT_FLAGS.get(option, 0)
+        targets = [line.split()[4].encode().decode("unicode_escape") for line in f]   # spaces are \040
+    for target in targets:
         try:
-            _mount(None, target, None, flags)
+            remount(target, MS_RDONLY)
         except OSError:
             if target == "/":
                 raise
 
 
-def _private_dirs(work: str, status: dict) -> None:
-    real_work = os.path.realpath(work)
+def private_dirs(work: str, status: dict, root: str = "") -> None:
+    """Private ``tmpfs`` mounts on ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (made first under ``root``, a new root
+    being built; else only those that exist), and the working directory's path rebuilt in the one that held it."""
     for path in PRIVATE_DIRS:
-        if not os.path.isdir(path) or os.path.islink(path):
+        target = root + path
+        if root:
+            os.makedirs(target, exist_ok=True)
+        elif not os.path.isdir(path) or os.path.islink(path):
             continue
-        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_OPTIONS)
+        mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_OPTIONS)
         status["private"].append(path)
-        if real_work.startswith(path + "/"):       # the working directory was under it: rebuild its path
-            status["skeleton"][path] = os.path.relpath(real_work, path).partition(os.sep)[0]
-            os.makedirs(real_work, 0o755)
+        if work.startswith(path + "/"):
+            status["skeleton"][path] = os.path.relpath(work, path).partition(os.sep)[0]
+            os.makedirs(root + work, 0o755)
 
 
-def _bind_work(work: str) -> str:
-    """The working directory (still this process's cwd, even where a tmpfs now covers its path) bound back at
-    its own path; cwd moves onto the bound copy. -> its path."""
-    real_work = os.path.realpath(work)
-    _mount("/proc/self/cwd", real_work, None, MS_BIND)
-    os.chdir(real_work)
-    return real_work
+def bind_work(work: str, root: str = "") -> str:
+    """The working directory (still this process's cwd, even where a mount now covers its path) bound at its own
+    path under ``root``; without a root, cwd moves onto the bound copy. -> the bound path."""
+    target = root + work
+    os.makedirs(target, 0o755, exist_ok=True)
+    mount("/proc/self/cwd", target, None, MS_BIND)
+    if not root:
+        os.chdir(work)
+    return target
 
 
 def _hideable(path: str) -> bool:
@@ -191,8 +232,8 @@ def drop(uid, dumpable: bool = True) -> None:
         os.setresuid(uid, uid, uid)   # from root to another uid: every capability goes
     else:
         _drop_capabilities()
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    _check(_libc.prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0), "prctl(DUMPABLE)")
+    must(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    must(libc.prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0), "prctl(DUMPABLE)")
 
 
 def _drop_capabilities() -> None:
@@ -201,4 +242,4 @@ def _drop_capabilities() -> None:
     the private mounts or remount anything writable."""
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)
     data = (ctypes.c_uint32 * 6)()
-    _check(_libc.capset(header, data), "capset")
+    must(libc.capset(header, data), "capset")

@@ -27,7 +27,7 @@ class Limits:
     output_bytes: int = 10 * KIB     # kept from the start of each of stdout and stderr
     guard: bool = True               # install the Python audit-hook guard (tspd.eval.sandbox.guard)
     isolate_uid: bool = True         # as root: run under a fresh unprivileged uid (tspd.eval.sandbox.uid)
-    namespaces: bool = True          # network and mount namespaces (tspd.eval.sandbox.isolate)
+    namespaces: bool = True          # network, IPC, mount and PID namespaces, the allowlist root (.isolate, .root)
 
 
 def rlimits(limits: Limits, uid: int | None) -> list[tuple[str, int, int]]:

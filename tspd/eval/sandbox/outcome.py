@@ -17,7 +17,8 @@ class SandboxResult:
     "timeout (cpu limit)", "memory", "output or file size limit", "killed by signal N (NAME)",
     "exit code N", "failed: exited before the tests finished" or "failed: wrote N files outside its
     directory". ``files_removed``: files the program left outside its directory (in the private mounts or,
-    without them, found by uid), all removed. ``isolation``: the layers that held (uid, net, mount, guard)."""
+    without them, found by uid), all removed. ``isolation``: the layers that held (uid, net, ipc, mount, readonly,
+    allowlist, pid, guard)."""
     passed: bool
     reason: str
     returncode: int | None

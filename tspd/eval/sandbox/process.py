@@ -2,14 +2,16 @@
 it started, and its leftovers counted.
 
 The child is started as the evaluator (``python -I -B boot.py CONFIG``, a new session, stdout and stderr
-to files the grader owns, on stdin its modules' code and the tests' spec, then ``/dev/null``) and lowers
-itself (:mod:`.boot`): namespaces first, then the uid. Before it runs any code of the program it reports on a status pipe which walls held
-and waits for a go byte; meanwhile the grader pins its private mounts (:mod:`.leftovers`). Ending it kills
-its process group and, under a fresh uid, every process of that uid (:func:`.uid.kill_uid`), the ones
-that left the group included.
+to files the grader owns, on stdin its modules' code, the interpreter's allowlist (:mod:`.allowlist`) and
+the tests' spec, then ``/dev/null``) and lowers itself (:mod:`.boot`): namespaces and its root first, then
+the uid. Before it runs any code of the program it reports on a status pipe which walls held and waits for
+a go byte; meanwhile the grader pins its private mounts (:mod:`.leftovers`). Ending it kills its process
+group (the PID 1 of its PID namespace with it, and so every process in that namespace) and, under a fresh
+uid, every process of that uid (:func:`.uid.kill_uid`), the ones that left the group included.
 
-Where the evaluator cannot make a network or mount namespace, the grader says so once per process
-(a warning) and relies on the guard's refusal of sockets and on the sweep by uid.
+Where the evaluator cannot raise a wall (a network, mount or PID namespace, the allowlist root), the grader
+says so once per process (a warning) naming what the program then sees, and relies on the guard's refusal
+of sockets and on the sweep by uid.
 """
 from __future__ import annotations
 
@@ -28,16 +30,19 @@ import warnings
 from pathlib import Path
 
 from tspd.eval.sandbox import leftovers
+from tspd.eval.sandbox.allowlist import allowlist
 from tspd.eval.sandbox.limits import Limits, rlimits
 from tspd.eval.sandbox.uid import SandboxError, interpreter, kill_uid
 
 BOOT = str(Path(__file__).with_name("boot.py"))
 # Environment of the child: nothing inherited (no tokens, no proxies); one thread per numeric library.
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+       **{v: "1" for v in _THREAD_VARS}}
 _STATUS_BYTES = 1 << 16
 _PIPE_DEFAULT, _PIPE_MAX = 1 << 16, 1 << 20   # Linux's pipe buffer, and /proc/sys/fs/pipe-max-size's default
 
-_CHILD_MODULES = ("isolate", "guard", "codec", "serve", "check")   # what boot.py loads, compiled here once
+_CHILD_MODULES = ("isolate", "root", "reaper", "guard", "codec", "serve", "check")   # what boot.py loads, compiled here once
 
 _warned: set[str] = set()
 _once_lock = threading.Lock()
@@ -96,9 +101,10 @@ class Child:
             config.update(status_fd=status_w, go_fd=go_r)
             ends += [status_w, go_r]
         cmd = [interpreter(self.uid is not None), "-I", "-B", BOOT, json.dumps(config)]
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.work), "TMPDIR": str(self.work),
-               "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8", **{v: "1" for v in _THREAD_VARS}}
-        given = json.dumps({"magic": importlib.util.MAGIC_NUMBER.hex(), "code": code_bundle(), "spec": self.spec})
+        env = {**ENV, "HOME": str(self.work), "TMPDIR": str(self.work)}
+        allow = allowlist(cmd[0], ENV) if self.limits.namespaces else None
+        given = json.dumps({"magic": importlib.util.MAGIC_NUMBER.hex(), "code": code_bundle(), "allow": allow,
+                            "spec": self.spec})
         stdin_r, stdin_w = _input_pipe(len(given))
         try:
             self.proc = subprocess.Popen(cmd, cwd=self.work, env=env, stdin=stdin_r, stdout=out,
@@ -152,8 +158,19 @@ class Child:
         if not self.status.get("mount"):
             after = ("are swept by uid after each run" if self.uid is not None else
                      "stay (the program runs under the evaluator's uid)")
-            warn_once(f"sandbox: no mount namespace ({why}); files that generated code writes through ctypes in "
-                      f"/tmp, /var/tmp, /dev/shm and /run/lock {after}")
+            warn_once(f"sandbox: no mount namespace ({why}); generated code sees the machine's file system and "
+                      f"other processes, and files that it writes through ctypes in /tmp, /var/tmp, /dev/shm and "
+                      f"/run/lock {after}")
+            return
+        if not self.status.get("allowlist"):
+            warn_once(f"sandbox: no allowlist root ({why}); generated code sees the machine's file system "
+                      "read-only (the benchmark's data and this repository hidden, other copies of the data not)")
+        seen = "no /proc" if self.status.get("allowlist") else "every process's command line in /proc"
+        if not self.status.get("pid"):
+            warn_once(f"sandbox: no PID namespace ({why}); generated code sees {seen}, and processes it starts "
+                      "are ended by uid")
+        elif not self.status.get("proc"):
+            warn_once(f"sandbox: no /proc of the sandbox's own ({why}); generated code sees {seen}")
 
     def wait(self, deadline: float) -> bool:
         """Wait for the child to exit, until ``deadline``; True if it did (it is not reaped here)."""
@@ -188,6 +205,7 @@ class Child:
         """The layers that held for this child."""
         held = [("uid", self.uid is not None), ("net", self.status.get("net")), ("ipc", self.status.get("ipc")),
                 ("mount", self.status.get("mount")), ("readonly", self.status.get("readonly")),
+                ("allowlist", self.status.get("allowlist")), ("pid", self.status.get("pid")),
                 ("guard", self.limits.guard)]
         return tuple(name for name, ok in held if ok)
 
