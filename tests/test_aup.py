@@ -13,7 +13,7 @@ from tspd.book.claims import HOLDS, FAILS
 from tspd.book.claims import runs as rc
 from tspd.eval import aup as A
 from tspd.records.rows import ResultsFile
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 from tspd.provenance import REPO_ROOT
 
 

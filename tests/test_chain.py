@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 from tspd.tasks import chain
 from tspd.tasks.generated import generated_task
 

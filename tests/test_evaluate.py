@@ -17,7 +17,7 @@ from tspd.decoding.loop import Generation
 from tspd.commands import eval as eval_command
 from tspd.eval.results import PHASE_FIELDS, phase_shares, summarize
 from tspd.records.rows import summary_path
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 from tspd.models.loading import Checkpoint, LoadedModel, SpecialTokens
 from conftest import SIZES, TEST_MODEL
 
@@ -356,7 +356,7 @@ def test_hostile_completions_fail_and_the_evaluator_survives(monkeypatch, tmp_pa
 # ---- killed mid-run, then resumed --------------------------------------------------------------
 SLOW_REFERENCE = """
 import sys, time
-from tspd.eval.tasks.gsm8k import GSM8K
+from tspd.tasks.gsm8k import GSM8K
 
 _reference = GSM8K.reference_completion
 

@@ -1,12 +1,12 @@
-"""Answer extraction and comparison (tspd.eval.grading): GSM8K numbers, MATH boxed expressions."""
+"""Answer extraction and comparison (tspd.tasks.grading): GSM8K numbers, MATH boxed expressions."""
 from __future__ import annotations
 
 import threading
 
 import pytest
 
-from tspd.eval import grading
-from tspd.eval.grading import (gsm8k_flexible, gsm8k_strict, grade_gsm8k, grade_math, last_boxed,
+from tspd.tasks import grading
+from tspd.tasks.grading import (gsm8k_flexible, gsm8k_strict, grade_gsm8k, grade_math, last_boxed,
                           normalize_math, normalize_number)
 
 GOLD = "She has 3 + 4 = <<3+4=7>>7 apples.\n#### 1,234"

@@ -28,7 +28,7 @@ from tspd.eval.lmeval import TASKS_DIR  # noqa: E402
 from tspd.eval.lmeval.adapter import Completion, TSPDLM  # noqa: E402
 from tspd.eval.lmeval.likelihood import greedy_suffix, mc_loglikelihood  # noqa: E402
 from tspd.eval.lmeval.settings import parse_model_args  # noqa: E402
-from tspd.eval.tasks import get_task  # noqa: E402
+from tspd.tasks.registry import get_task  # noqa: E402
 from tspd.tasks import chain  # noqa: E402
 from tspd.tasks.arith import load_split  # noqa: E402
 from tspd.validate import UsageError  # noqa: E402

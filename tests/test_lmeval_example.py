@@ -41,7 +41,7 @@ def test_each_generated_task_has_its_lmeval_task(tmp_path):
     for task in ("arith", "chain"):
         model = tmp_path / task
         model.mkdir()
-        (model / "config.json").write_text(json.dumps({"tspd_task": {"name": f"tspd.eval.tasks.{task}"}}))
+        (model / "config.json").write_text(json.dumps({"tspd_task": {"name": f"tspd.tasks.registry.{task}"}}))
         example = Example(str(model))
         assert (example.task, example.lmeval_task) == (task, f"tspd_{task}")
         assert (REPO_ROOT / example.yaml).is_file()

@@ -4,7 +4,7 @@ import itertools
 import pytest
 import torch
 
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 from tspd.tasks import roster
 from tspd.tasks.generated import generated_task
 from tspd.training import roster_probes

@@ -1,4 +1,4 @@
-"""The code sandbox (tspd.eval.sandbox): hostile programs end in bounded time, with a clear reason, and the
+"""The code sandbox (tspd.sandbox): hostile programs end in bounded time, with a clear reason, and the
 process running the sandbox (this test process) survives all of them."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tspd.eval import sandbox
-from tspd.eval.sandbox import Limits, classify, last_exception, run_python
+from tspd import sandbox
+from tspd.sandbox import Limits, classify, last_exception, run_python
 
 # Small limits keep the slow cases short; the bounds below are generous (a loaded 2-core machine).
 FAST = Limits(wall_seconds=4, cpu_seconds=2, memory_bytes=512 * sandbox.MIB)

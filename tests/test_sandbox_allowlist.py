@@ -1,4 +1,4 @@
-"""The sandbox's allowlist root and PID namespace (issue 79; tspd.eval.sandbox.root, .reaper, .allowlist): copies of
+"""The sandbox's allowlist root and PID namespace (issue 79; tspd.sandbox.root, .reaper, .allowlist): copies of
 the answer key planted where real machines keep them (the interpreter's site-packages, HOME's caches, /opt, a second
 clone) are out of reach of a program that walks /, while a control shows the same walk finds every one of them
 without the walls; / holds only the allowlist; /proc lists only the program's own processes."""
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tspd.eval.sandbox import Limits, process, run_python, uid as sandbox_uid
-from tspd.eval.sandbox.allowlist import allowlist
+from tspd.sandbox import Limits, process, run_python, uid as sandbox_uid
+from tspd.sandbox.allowlist import allowlist
 from test_sandbox_walls import machine_can
 
 IS_ROOT = os.geteuid() == 0
@@ -126,7 +126,7 @@ def test_proc_lists_only_the_programs_own_processes():
 def test_the_plan_follows_each_symlink_to_the_real_file(tmp_path):
     """What the loader opens, ``lib/libz.so.1`` through ``lib -> usr/lib`` and ``libz.so.1 -> libz.so.1.2``, is bound
     as the real file with both links recreated; what a bound directory holds is not bound again."""
-    from tspd.eval.sandbox.root import what_to_bind
+    from tspd.sandbox.root import what_to_bind
     real = tmp_path / "usr/lib"
     (real / "python3/lib-dynload").mkdir(parents=True)
     (real / "libz.so.1.2").write_text("")

@@ -1,4 +1,4 @@
-"""The channel between a sandboxed program and its tests (tspd.eval.sandbox.codec, .serve, .check): builtin values
+"""The channel between a sandboxed program and its tests (tspd.sandbox.codec, .serve, .check): builtin values
 round-trip exactly, the decoder builds nothing else, and the tests' side judges on plain values only."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from tspd.eval.sandbox import check, codec, serve
-from tspd.eval.sandbox.codec import ChannelError, Handle, dumps_message, loads_message
+from tspd.sandbox import check, codec, serve
+from tspd.sandbox.codec import ChannelError, Handle, dumps_message, loads_message
 
 
 def round_trip(value):

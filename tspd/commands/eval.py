@@ -14,7 +14,7 @@ from tspd.decoding.config import DecodeConfig, add_decode_arguments, add_model_a
 from tspd.eval.harness import REFERENCE, Seam, evaluate
 from tspd.eval.job import EvalJob, EvalOptions, RunConfig
 from tspd.records.rows import ResultsError
-from tspd.eval.tasks import TASKS, TaskDataError
+from tspd.tasks.registry import TASKS, TaskDataError
 from tspd.models.loading import DEFAULT_MODEL, PAPER_LENGTHS, Checkpoint
 from tspd.options import add_dataclass_arguments, from_args
 from tspd.validate import CHAT_MODES, UsageError, check_device, check_dtype

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tspd.eval.completions import grade_counts, grade_rows, read_completions
-from tspd.eval.tasks import TASKS, TaskDataError, get_task
+from tspd.tasks.registry import TASKS, TaskDataError, get_task
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

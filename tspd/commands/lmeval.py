@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(TASKS_DIR)
         return 0
     from tspd.eval.lmeval.launch import lm_eval_cli, run, with_tasks
-    from tspd.eval.tasks import TaskDataError
+    from tspd.tasks.registry import TaskDataError
     from tspd.validate import UsageError
     try:
         if own.threads is not None:

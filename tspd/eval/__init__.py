@@ -1,7 +1,6 @@
-"""Evaluation: benchmarks, graders, the harness and the registry of stored runs.
+"""Evaluation: the harness and the registry of stored runs (the tasks, their graders and the sandbox they run
+code in: :mod:`tspd.tasks`, :mod:`tspd.sandbox`).
 
-- :mod:`tspd.eval.tasks`: GSM8K, MATH, MATH500, HumanEval, MBPP and the embedded ``arith`` task
-- :mod:`tspd.eval.grading`, :mod:`tspd.eval.sandbox`: answer matching and sandboxed code execution
 - :mod:`tspd.eval.harness`: ``python -m tspd eval``, the one evaluation loop (resumable rows)
 - :mod:`tspd.eval.completions`: ``python -m tspd grade``, completions made elsewhere graded against a task
 - :mod:`tspd.eval.results`: the rows file, its summary and throughput (paper Appendix A.1)

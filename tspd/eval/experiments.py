@@ -45,7 +45,7 @@ from tspd.eval.job import EvalJob, EvalOptions, RunConfig, opened
 from tspd.eval.results import summarize
 from tspd.records import runs
 from tspd.records.rows import ResultsError
-from tspd.eval.tasks import get_task
+from tspd.tasks.registry import get_task
 from tspd.models.loaded import get_model, model_fingerprint
 from tspd.provenance import device_name, git_revision
 

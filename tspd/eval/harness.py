@@ -47,7 +47,7 @@ from tspd.eval.job import EvalJob
 from tspd.eval.results import PHASE_FIELDS, row_tpf, summarize
 from tspd.records.rows import ResultsError, ResultsFile, config_id
 from tspd.eval.shard import Shard, merge
-from tspd.eval.tasks import Task, get_task, use_chat
+from tspd.tasks.registry import Task, get_task, use_chat
 from tspd.models.loading import Checkpoint, checkpoint_task
 from tspd.validate import UsageError
 

@@ -66,7 +66,7 @@ class RunConfig:
     settings must be JSON-serialisable: they are part of the key.
     """
     model: str = DEFAULT_MODEL         # embedded model name or local checkpoint directory
-    task: str | None = None            # tspd.eval.tasks name: arith, chain, gsm8k, math, math500, humaneval, mbpp
+    task: str | None = None            # tspd.tasks.registry name: arith, chain, gsm8k, math, math500, humaneval, mbpp
     decode: DecodeConfig = field(default_factory=DecodeConfig)  # how to decode (controller, CE, cache, window, seed)
     limit: int | None = None           # first n samples of the test split (not part of the key)
     device: str = "cpu"

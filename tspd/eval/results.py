@@ -38,7 +38,7 @@ def summarize(rows: list[dict], n_selected: int | None = None) -> dict:
     out["failures"] = dict(Counter(reason_kind(r.get("reason")) for r in rows if not r["correct"]).most_common())
     out["truncated_prompts"] = sum(bool(r.get("prompt_truncated")) for r in rows)
     removed = sum(r.get("files_removed") or 0 for r in rows)
-    if removed:   # code tasks: files generated programs left outside their directory (tspd.eval.sandbox)
+    if removed:   # code tasks: files generated programs left outside their directory (tspd.sandbox)
         out["files_removed"] = removed
     return out
 

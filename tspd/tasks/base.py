@@ -42,7 +42,7 @@ class Task:
     """One benchmark. Subclasses set ``name`` and ``stop`` and implement the ``_``-prefixed hooks.
 
     Args:
-        data_dir: directory with the local data files (default: :func:`tspd.eval.tasks.data.default_data_dir`).
+        data_dir: directory with the local data files (default: :func:`tspd.tasks.data.default_data_dir`).
         split: which split to evaluate (``test`` for all benchmarks).
         source: a ``datasets`` hub id to read instead of local files (imported lazily, needs network).
     """
@@ -99,3 +99,35 @@ class Task:
     def grade(self, sample: dict, completion: str) -> dict:
         """``{"correct": bool, "reason": str | None, "extracted": ...}`` plus task-specific fields."""
         raise NotImplementedError
+
+
+class GeneratedTask(Task):
+    """A task this repository generates (``arith``, ``roster``, ``trail``, ...): its fixed ``test`` / ``traces``
+    lists from its module's ``load_split`` (``problems``), prompts as raw text (the embedded models were trained on
+    it), the reference answer as the reference completion. Subclasses set ``name``, ``problems`` and ``grade``."""
+    splits = ("test", "traces", "train")
+    supports_chat = False
+
+    @staticmethod
+    def problems(split: str) -> list[dict]:
+        """The generated task's fixed list ``split`` (each subclass names its own module's ``load_split``)."""
+        raise NotImplementedError
+
+    def _load(self) -> list[dict]:
+        if self.source:
+            raise ValueError(f"the {self.name} task is generated locally; it has no hub source")
+        if self.split == "train":
+            raise ValueError(f"the {self.name} train split is an endless stream; evaluate 'test' or 'traces'")
+        return [dict(p) for p in self.problems(self.split)]
+
+    def prompt(self, sample: dict, tokenizer=None, chat: bool | None = None) -> str:
+        return self.prompt_text(sample)   # never a chat template: the tiny models were trained on raw text
+
+    def prompt_text(self, sample: dict) -> str:
+        return sample["question"]
+
+    def stop_strings(self, chat: bool = False) -> list[str]:
+        return []
+
+    def reference_completion(self, sample: dict) -> str:
+        return sample["answer"]

@@ -258,7 +258,7 @@ fingerprint = _SPLITS.fingerprint  # hash of the test split: written into a chec
 
 
 # --------------------------------------------------------------------------------------------
-# The benchmark interface (tspd.eval.tasks): prompt, reference, grading
+# The benchmark interface (tspd.tasks.base.GeneratedTask): prompt, reference, grading
 # --------------------------------------------------------------------------------------------
 class Chain(arith.Arith):
     """Graded like ``arith``: the final ``#### N`` against the reference's; any valid solution is right."""

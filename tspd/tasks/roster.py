@@ -30,7 +30,8 @@ import random
 import re
 
 from tspd.tasks import arith, splits
-from tspd.tasks.arith import Arith, extract_answer
+from tspd.tasks.arith import extract_answer
+from tspd.tasks.base import GeneratedTask
 from tspd.tasks.splits import Splits
 
 SPLIT_SIZES = {"test": 500, "traces": 2000}
@@ -168,9 +169,9 @@ def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[
 
 
 # --------------------------------------------------------------------------------------------
-# The benchmark interface (tspd.eval.tasks): prompt, reference, grading
+# The benchmark interface (tspd.tasks.base.GeneratedTask): prompt, reference, grading
 # --------------------------------------------------------------------------------------------
-class Roster(Arith):
+class Roster(GeneratedTask):
     """Graded on the whole answer (:func:`fault`): any valid plan is right."""
     name = "roster"
     problems = staticmethod(load_split)

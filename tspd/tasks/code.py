@@ -1,6 +1,6 @@
 """Shared pieces of the code benchmarks: pulling code out of a completion and grading it against tests.
 
-Grading goes through :func:`tspd.eval.sandbox.run_checked`: the completion runs in one sandboxed process,
+Grading goes through :func:`tspd.sandbox.run_checked`: the completion runs in one sandboxed process,
 the data set's tests in another that calls it through a channel of plain values, so a completion cannot
 pass by printing, exiting or returning an object that claims to equal anything (``book/sandbox.md``).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tspd.eval.sandbox import Limits, run_checked
+from tspd.sandbox import Limits, run_checked
 from tspd.provenance import REPO_ROOT
 
 _FENCED = re.compile(r"^```[ \t]*([\w+.-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
@@ -43,7 +43,7 @@ def run_tests(solution: str, tests: str, limits: Limits | None = None, *, prelud
               from_program=(), data_root: str | Path | None = None) -> dict:
     """Grade ``solution`` with ``tests`` in the sandbox -> a grade dict (``reason`` None when passed).
 
-    ``prelude`` and ``from_program``: see :func:`tspd.eval.sandbox.run_checked`. The benchmark's ``data_root`` and
+    ``prelude`` and ``from_program``: see :func:`tspd.sandbox.run_checked`. The benchmark's ``data_root`` and
     this repository's checkout are hidden from both processes (the data holds the reference solutions).
     ``files_removed`` is in the dict when the program left files outside its directory (it then fails).
     """

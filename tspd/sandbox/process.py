@@ -29,10 +29,10 @@ import time
 import warnings
 from pathlib import Path
 
-from tspd.eval.sandbox import leftovers
-from tspd.eval.sandbox.allowlist import allowlist
-from tspd.eval.sandbox.limits import Limits, rlimits
-from tspd.eval.sandbox.uid import SandboxError, interpreter, kill_uid
+from tspd.sandbox import leftovers
+from tspd.sandbox.allowlist import allowlist
+from tspd.sandbox.limits import Limits, rlimits
+from tspd.sandbox.uid import SandboxError, interpreter, kill_uid
 
 BOOT = str(Path(__file__).with_name("boot.py"))
 # Environment of the child: nothing inherited (no tokens, no proxies); one thread per numeric library.

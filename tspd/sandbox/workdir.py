@@ -9,8 +9,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tspd.eval.sandbox.limits import KIB
-from tspd.eval.sandbox.uid import SandboxError
+from tspd.sandbox.limits import KIB
+from tspd.sandbox.uid import SandboxError
 
 
 def make_top(isolated: bool) -> Path:

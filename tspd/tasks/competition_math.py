@@ -3,13 +3,13 @@
 4-shot, Minerva-style ``Problem:`` / ``Solution:`` prompt whose worked examples (written for this
 package) end with the answer in ``\\boxed{}``. Stop: ``Problem:``. Grading: the last ``\\boxed{}`` of the
 completion against the reference answer (MATH-500's ``answer`` field; for the full set the last
-``\\boxed{}`` of the reference solution), see :func:`tspd.eval.grading.grade_math`.
+``\\boxed{}`` of the reference solution), see :func:`tspd.tasks.grading.grade_math`.
 """
 from __future__ import annotations
 
-from tspd.eval import grading
+from tspd.tasks import grading
 from tspd.tasks.base import Task
-from tspd.eval.tasks.data import TaskDataError, data_file, load_hub, read_data
+from tspd.tasks.data import TaskDataError, data_file, load_hub, read_data
 
 # Four worked examples: a linear equation, a counting fact, a fraction and an interval answer, so
 # the model sees integers, fractions and set notation inside \boxed{}.

@@ -1,4 +1,4 @@
-"""Benchmark registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning and trail.
+"""The task registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning and trail.
 
 Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
 ``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
@@ -11,11 +11,11 @@ from pathlib import Path
 from tspd.tasks.arith import Arith
 from tspd.tasks.chain import Chain
 from tspd.tasks.base import Task, cut_at_stop, render_prompt, use_chat
-from tspd.eval.tasks.competition_math import MATH, MATH500
-from tspd.eval.tasks.data import ENV_VAR, TaskDataError, default_data_dir
-from tspd.eval.tasks.gsm8k import GSM8K
-from tspd.eval.tasks.humaneval import HumanEval
-from tspd.eval.tasks.mbpp import MBPP
+from tspd.tasks.competition_math import MATH, MATH500
+from tspd.tasks.data import ENV_VAR, TaskDataError, default_data_dir
+from tspd.tasks.gsm8k import GSM8K
+from tspd.tasks.humaneval import HumanEval
+from tspd.tasks.mbpp import MBPP
 from tspd.tasks.roster import Roster
 from tspd.tasks.leaning import Leaning
 from tspd.tasks.styled import Styled
