@@ -138,7 +138,7 @@ def test_the_regime_summary_says_what_the_regime_record_says(tmp_path):
     record = json.loads((ckpt / "regime.json").read_text())
     text = prose.regime_summary(str(ckpt))
     assert f"makes {record['rows']['fast']['tpf']:.2f} non-EOS tokens per forward" in text
-    assert "Targets met: vanilla >= 90 %" in text and "the dual cache <= 2 points for vanilla" in text
+    assert "Missed: vanilla 75 to 95 %" in text and "the dual cache <= 2 points for vanilla" in text   # 100 %: above
     record["rows"]["vanilla_dual"] = record["rows"]["vanilla"]          # a dual cache that costs vanilla nothing
     (ckpt / "regime.json").write_text(json.dumps(record))
     assert "the dual cache costs vanilla 0.0, " in prose.regime_summary(str(ckpt))

@@ -1,4 +1,4 @@
-"""The transcribed paper numbers (tspd/paper_numbers.json) against the paper's tex source.
+"""The transcribed paper numbers (tspd/reported.json) against the paper's tex source.
 
 The tex is read from ``<repo>/../shared/paper/tspd_ce_paper.tex`` (or ``$TSPD_PAPER_TEX``); the tests
 that need it are skipped when it is absent. Every number of every table row is compared, so a

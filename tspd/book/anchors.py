@@ -1,6 +1,6 @@
 """Other papers' published speed-accuracy points, kept as theirs: the anchors the Pareto page shows.
 
-:data:`LEADERBOARD` holds the d3LLM AUP leaderboard's (TPF, accuracy) points for LLaDA-8B-Instruct on
+:data:`LEADERBOARD` holds the d3LLM AUP leaderboard's (TPF, accuracy) points (``tspd/reported.json``, :mod:`tspd.theirs`) for LLaDA-8B-Instruct on
 GSM8K (hao-ai-lab, d3LLM, ``AUP_leaderboard``; blog "Who is the Most Parallel Parallel-Decoder?").
 Nothing here was measured by this project, and every label says whose the numbers are (:func:`label`).
 Their AUP is computed by :func:`tspd.eval.aup.aups` from their points, with the best accuracy among
@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import copy
 
+from tspd import theirs
 from tspd.eval.aup import aups
 
-SOURCE = ('d3LLM AUP leaderboard (hao-ai-lab/d3LLM, AUP_leaderboard/aup_utils.py; blog "Who is the Most '
-          'Parallel Parallel-Decoder?")')
-LEADERBOARD = [   # their (TPF, accuracy %) points, per method
-    {"model": "LLaDA-8B-Instruct", "task": "gsm8k", "setting": "GSM8K, CoT, 256 tokens",
-     "methods": {"LLaDA": [(1.0, 72.55)],
-                 "Fast-dLLM": [(1.0, 74.79), (2.77, 74.68)],
-                 "D2F": [(2.88, 74.39)],
-                 "dParallel": [(5.14, 72.63)],
-                 "d3LLM": [(9.11, 73.09)]}},
-]
+_BOARDS = theirs.others("d3llm_leaderboard")
+SOURCE = _BOARDS["source"]
+LEADERBOARD = [   # their (TPF, accuracy %) points, per method (tspd/reported.json)
+    {**b, "methods": {m: [tuple(p) for p in points] for m, points in b["methods"].items()}} for b in _BOARDS["boards"]]
 
 
 def board(model: str = "LLaDA-8B-Instruct", task: str = "gsm8k") -> dict:

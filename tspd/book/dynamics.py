@@ -9,6 +9,7 @@ theirs), and one figure: TSPD + CE's forwards relative to Fast-dLLM's against th
 """
 from __future__ import annotations
 
+from tspd import theirs
 from tspd.measures.dynamics import FAST, OURS, TARGETS, VANILLA, DynamicsConfig, measure_checkpoint, targets
 from tspd.provenance import REPO_ROOT
 from tspd.records import dynamics as dynamics_file
@@ -16,14 +17,8 @@ from tspd.records.files import read_json
 
 ORACLE = REPO_ROOT / "results" / "training" / "oracle" / "oracle.json"   # python -m tspd oracle-dynamics
 
-# LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here).
-THEIRS = [
-    ("a right answer appears at some intermediate step", "80.5 % of problems, against 68.5 % right at the end",
-     "Time Is a Feature (arXiv 2508.09138)"),
-    ("already answered right at half the refinement steps", "97 % of problems", "Prophet (arXiv 2508.19982)"),
-    ("within a confidence bin, unstable traces flip more often than stable ones", "described, no data in the tex",
-     "the paper, Fig. 1"),
-]
+# LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here; tspd/reported.json)
+THEIRS = [tuple(f) for f in theirs.others("llada_dynamics")["findings"]]
 
 
 def dynamics_record(model: str, n: int = DynamicsConfig.n, batch: int = DynamicsConfig.batch, device: str = "cpu",

@@ -1,4 +1,4 @@
-"""The paper's reported numbers (``paper_numbers.json``) and side-by-side tables against ours.
+"""The paper's reported numbers (``tspd/reported.json``, read through :mod:`tspd.theirs`) and side-by-side tables against ours.
 
 Every table of the paper (Tables 1-13, ids ``table1`` .. ``table13`` in the tex's order) is stored as
 flat rows::
@@ -22,26 +22,22 @@ from __future__ import annotations
 import copy
 import html
 import json
-from functools import lru_cache
-from pathlib import Path
 
-from tspd import markdown
+from tspd import markdown, theirs
 from tspd.eval.experiments import ours_label
 
-NUMBERS_FILE = Path(__file__).with_name("paper_numbers.json")
+NUMBERS_FILE = theirs.FILE   # every published number the project quotes (tspd.theirs)
 METRICS = ("tps", "speedup", "accuracy")
 METRIC_TITLES = {"tps": "TPS", "speedup": "speedup", "accuracy": "acc. (%)", "nfe_mean": "NFE",
                  "n": "n", "tps_nonpad": "TPS (non-pad)", "tpf": "TPF"}
 
 
-@lru_cache(maxsize=1)
-def _numbers() -> dict:
-    return json.loads(NUMBERS_FILE.read_text())
+_numbers = theirs._numbers
 
 
 def numbers() -> dict:
-    """The whole ``paper_numbers.json`` (a deep copy: callers may modify it)."""
-    return copy.deepcopy(_numbers())
+    """The whole ``tspd/reported.json`` (a deep copy: callers may modify it)."""
+    return theirs.reported()
 
 
 def table_ids() -> list[str]:

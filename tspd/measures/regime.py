@@ -3,12 +3,12 @@
 LLaDA-8B-Instruct on GSM8K (256-token window, blocks of 32) has four properties that the paper's methods
 depend on, and an embedded model stands in for it only where it shares them:
 
-- parallel decoding is hard: Fast-dLLM at threshold 0.9 writes 2.77 tokens per forward (TPF, the d3LLM
+- parallel decoding is hard: Fast-dLLM at threshold 0.9 writes a few tokens per forward (TPF, the d3LLM
   leaderboard's measure: generated tokens that are not EOS, per forward), and a fixed schedule of several
-  tokens per step loses accuracy (Sec. 1): 74.8 / 66.5 / 30.7 % at 2 / 4 / 8 tokens per step against 79.3 %
-  at one (:data:`FIXED_ANCHORS`); here also one step per block, every token of a block in one forward;
-- the KV caches are nearly free: the dual cache costs Fast-dLLM 0.8 points and TSPD + CE 0.6 (Table 4);
-- longer windows still answer: vanilla at 512 / 1024 within 2.3 points of 256 (Table 3).
+  tokens per step loses accuracy, more the more tokens a step (Sec. 1; :data:`FIXED_ANCHORS`); here also one step
+  per block, every token of a block in one forward;
+- the KV caches are nearly free (:data:`CACHE_ANCHORS`, Tables 1 and 4);
+- longer windows still answer: vanilla at 512 / 1024 within a few points of 256 (Table 3).
 
 :func:`plan` lists the rows (one per decoding, each :class:`Row` carrying what it varies) and :func:`score_rows`
 decodes held-out problems through :func:`tspd.decoding.loop.generate`, the path of every benchmark: n, right
@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tspd import theirs
 from tspd.markdown import table as markdown_table
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.loop import generate
@@ -40,25 +41,30 @@ from tspd.records import regime as regime_file
 from tspd.records.files import read_json
 from tspd.validate import UsageError
 
-# LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours.
+# LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours (tspd/reported.json, tspd.theirs).
+_PARALLEL = theirs.others("llada_gsm8k_parallel")   # Fast-dLLM paper, Fig. 5, read from the plot
+_BOARD = theirs.others("d3llm_leaderboard")["boards"][0]["methods"]
+_VANILLA = theirs.paper_accuracy("table1", task="gsm8k", policy="vanilla")   # the paper's Table 1
+_FAST = theirs.paper_accuracy("table1", task="gsm8k", policy="fast-dllm")
+_OURS, _OURS_DUAL = (theirs.paper_accuracy("table4", policy="tspd", cache=c) for c in ("none", "dual"))
+_LONGEST = min(theirs.paper_accuracy("table3", policy="vanilla", gen_length=w) for w in (512, 1024))
 ANCHORS = {
-    "fast_tpf": (2.77, "Fast-dLLM at 0.9 with the dual cache, TPF (d3LLM leaderboard data)"),
-    "long_window_gap": (2.3, "largest vanilla loss at 512 / 1024 against 256 (paper Table 3)"),
+    "fast_tpf": (max(tpf for tpf, _ in _BOARD["Fast-dLLM"]), "Fast-dLLM at 0.9 with the dual cache, TPF (d3LLM "
+                                                             "leaderboard data)"),
+    "long_window_gap": (round(_VANILLA - _LONGEST, 1), "largest vanilla loss at 512 / 1024 against 256 (paper Table 3)"),
 }
 # ... and what a KV cache costs a decoder, by (controller, CE, cache)
 CACHE_ANCHORS = {
-    ("fast-dllm", False, "dual"): (0.8, "points the dual cache costs Fast-dLLM (paper Table 4: 79.3 to 78.5)"),
-    ("tspd", True, "dual"): (0.6, "points the dual cache costs TSPD + CE (paper Table 4)"),
+    ("fast-dllm", False, "dual"): (round(_VANILLA - _FAST, 1), f"points the dual cache costs Fast-dLLM (paper Table 1: "
+                                                              f"{_VANILLA:g} to {_FAST:g})"),
+    ("tspd", True, "dual"): (round(_OURS - _OURS_DUAL, 1), "points the dual cache costs TSPD + CE (paper Table 4)"),
 }
 
 
-# LLaDA-8B-Instruct on GSM8K (gen 256 / block 32), vanilla at a fixed k tokens per step: accuracy, %. Fast-dLLM
-# paper, Fig. 5, values read from the plot (their numbers); and Fast-dLLM at threshold 0.9 in the same figure:
-# (accuracy, tokens per step).
-FIXED_ANCHORS = {1: 79.3, 2: 74.8, 4: 66.5, 8: 30.7}
-THRESHOLD_ANCHOR = (79.2, 3.25)
-# ... and Fast-dLLM at lower thresholds, same figure: {threshold: (accuracy, tokens per step)}, theirs
-THRESHOLD_ANCHORS = {0.9: THRESHOLD_ANCHOR, 0.7: (76.4, 5.12), 0.5: (66.6, 7.01)}
+# Vanilla at a fixed k tokens per step: accuracy, %; Fast-dLLM at a threshold: (accuracy, tokens per step).
+FIXED_ANCHORS = {int(k): v for k, v in _PARALLEL["fixed"].items()}
+THRESHOLD_ANCHORS = {float(t): tuple(v) for t, v in _PARALLEL["threshold"].items()}
+THRESHOLD_ANCHOR = THRESHOLD_ANCHORS[0.9]
 
 SECTION = "## Regime record"
 # What a row's figures depend on (a fixed schedule's k is its own row, so adding one only adds a row).
