@@ -69,7 +69,7 @@ def test_the_hop_probes_read_the_letters_ahead_of_the_last_one_written():
     tiny-roster (it has never seen a link) gets no hop right."""
     import torch
     from tspd.models.loading import load_model
-    from tspd.training import trail_probes
+    from tspd.training import serial_probes as trail_probes
     from tspd.training.probes import _encode, _window
 
     lm = load_model("tiny-roster")

@@ -1,4 +1,4 @@
-"""The task registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning and trail.
+"""The task registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning, trail and shell.
 
 Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
 ``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
@@ -20,9 +20,10 @@ from tspd.tasks.roster import Roster
 from tspd.tasks.leaning import Leaning
 from tspd.tasks.styled import Styled
 from tspd.tasks.trail import Trail
+from tspd.tasks.shell import Shell
 
 TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain, Roster, Styled,
-                                                                     Leaning, Trail)}
+                                                                     Leaning, Trail, Shell)}
 
 __all__ = ["TASKS", "ENV_VAR", "Task", "TaskDataError", "cut_at_stop", "default_data_dir", "get_task",
            "render_prompt", "use_chat"]

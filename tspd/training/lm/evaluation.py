@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 
 from tspd.measures.regime import REGIME_COLUMNS, RegimeConfig, regime_figures, headline
-from tspd.tasks import arith, trail
+from tspd.tasks import arith
 from tspd.tasks.generated import generated_task
-from tspd.training import probes, roster_probes, trail_probes
+from tspd.training import probes, roster_probes, serial_probes
 from tspd.records import train_lm_evals, train_lm_probes
 from tspd.training.lm.config import LMTrainConfig
 
@@ -28,14 +28,14 @@ SWEEP = [("vanilla", None, 1)] + [("fast-dllm", t, None) for t in (0.95, 0.9, 0.
 
 # eval_log.csv: every task's probe columns (empty where a task has none), roster's last, so a log's existing columns keep their places
 EVAL_COLUMNS = ("step", "minutes", "loss", "accuracy", "n", *probes.COLUMNS, *REGIME_COLUMNS, *roster_probes.COLUMNS,
-                *trail_probes.COLUMNS)
+                *serial_probes.COLUMNS)
 
 
 def task_probes(task):
     """The teacher-forced probes of ``task``'s answers: roster's own for the tasks with its day lines (roster,
-    styled), trail's look-ups for ``trail``, arith's for the arithmetic tasks."""
-    if task is trail:
-        return trail_probes
+    styled), the steps chained in one forward for the serial tasks (trail, shell), arith's for the arithmetic ones."""
+    if task in serial_probes.SERIAL:
+        return serial_probes.SerialProbes(task)
     return roster_probes.LineProbes(task) if hasattr(task, "LINE") else probes
 
 

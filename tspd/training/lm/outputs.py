@@ -15,8 +15,7 @@ from tspd.stats import wilson
 from tspd.tasks.generated import generated_task
 from tspd.models.llada import LLaDAModelLM
 from tspd.models.loading import save_model
-from tspd.tasks import trail
-from tspd.training import probes, trail_probes
+from tspd.training import probes, serial_probes
 from tspd.training.lm.evaluation import EVAL_COLUMNS
 from tspd.records import training_md
 from tspd.records.files import write_atomic
@@ -68,8 +67,8 @@ def has_lines(task: str) -> bool:
 
 def curve_probes(task: str) -> dict[str, str]:
     """The probes a task's learning curve shows: ``{column: name}``."""
-    if generated_task(task) is trail:
-        return trail_probes.NAMES
+    if generated_task(task) in serial_probes.SERIAL:
+        return serial_probes.NAMES
     return ROSTER_PROBES if has_lines(task) else CURVE_PROBES
 
 
@@ -105,8 +104,9 @@ def probe_table(probed: dict, task: str = "arith") -> list[str]:
     answer visible and with everything after the span masked (roster: its own probes)."""
     if not probed:
         return ["No probes are recorded for this checkpoint."]
-    if has_lines(task) or generated_task(task) is trail:
-        module, names, what = ("trail_probes", trail_probes.NAMES, "trail") if generated_task(task) is trail else \
+    serial = generated_task(task) in serial_probes.SERIAL
+    if has_lines(task) or serial:
+        module, names, what = ("serial_probes", serial_probes.NAMES, "chain") if serial else \
             ("roster_probes", ROSTER_PROBES, "day")
         head = [f"## Teacher-forced probes (`tspd.training.{module}`: the reference plan in the window, a "
                 "few tokens masked, one forward)", "", f"On the first {int(probed['n'])} test problems, every {what} line.", ""]
@@ -158,7 +158,7 @@ def write_training_md(out: Path, info: dict) -> None:
     if info.get("resumes"):
         lines[-1:-1] = [f"- resumed {info['resumes']} time(s) from `{STATE}`, last by `{info.get('resumed_by')}`"]
     if info.get("curve"):
-        probed_by = "`tspd.training.trail_probes`" if generated_task(task) is trail else \
+        probed_by = "`tspd.training.serial_probes`" if generated_task(task) in serial_probes.SERIAL else \
             "`tspd.training.roster_probes`" if has_lines(task) else \
             "`tspd.training.probes`, with everything after the span masked"
         lines += [f"## Learning curve (held-out, 1 token per step; teacher-forced probes: {probed_by})", ""]
