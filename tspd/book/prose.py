@@ -16,6 +16,7 @@ from typing import Callable
 from tspd import markdown
 from tspd.book.dynamics import dynamics_summary, shifted_summary
 from tspd.book.headline import headline_table
+from tspd.book.dashboard import zoo_table
 from tspd.book.loop_speed import share_text
 from tspd.book.accuracy import accuracy_text, reference_accuracy, reference_steps
 from tspd.decoding.names import display_name, slug
@@ -440,6 +441,7 @@ def _loop_file(rec: bench_loop.BenchLoop) -> str:
 
 FACTS: dict[str, Callable[[], str]] = {
     "headline": headline_table,
+    "status-dashboard": zoo_table,
     "dynamics-summary": dynamics_summary,
     "oracle-shifted": shifted_summary,
     "model-accuracy": model_accuracy,
