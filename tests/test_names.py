@@ -92,12 +92,14 @@ def test_controller_table():
 @pytest.mark.parametrize("path", sorted((ROOT / "tspd" / "zoo").glob("*/regime.json")), ids=lambda p: p.parent.name)
 def test_regime_records(path):
     """Every stored row is a row of the plan, in its order; the decoders' rows are named by their decodings."""
+    from tspd.measures.regime import threshold_row
     stored = _json(path)
     plan = decodings(RegimeConfig.from_dict(stored["config"]), stored["gen_length"], stored["block_length"])
     names = [name for name, _, _ in plan] + ["vanilla_short"]
     assert [n for n in names if n in stored["rows"]] == list(stored["rows"])
     named = {name: decode for name, decode, _ in plan if decode.steps is None and decode.gen_length == stored["gen_length"]}
-    assert all(decode.slug("_") == name for name, decode in named.items())
+    assert all(decode.slug("_") == name or name == threshold_row(decode.controller_kwargs.get("threshold", 0))
+               for name, decode in named.items())   # Fast-dLLM at a lower threshold: fast70, fast50
     assert {"vanilla", "fast", "vanilla_prefix", "fast_prefix"} <= set(stored["rows"]) <= set(names)
     if stored["config"]["tspd_ce"]:
         assert {"tspd_ce", "tspd_ce_prefix", "tspd_ce_dual"} <= set(named)

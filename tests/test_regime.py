@@ -8,8 +8,9 @@ from tspd.measures.regime import REGIME_COLUMNS, RegimeConfig, decodings, headli
 
 def test_the_decodings_cover_tpf_the_fixed_schedule_each_cache_and_the_longer_window():
     got = {name: (d, long) for name, d, long in decodings(RegimeConfig(long_windows=(512,)), 256, 32)}
-    assert set(got) == {"vanilla", "fast", "fixed2", "fixed4", "fixed8", "block_step", "vanilla_prefix", "fast_prefix",
-                        "vanilla_dual", "fast_dual", "vanilla_512"}
+    assert set(got) == {"vanilla", "fast", "fast70", "fast50", "fixed2", "fixed4", "fixed8", "block_step", "vanilla_prefix",
+                        "fast_prefix", "vanilla_dual", "fast_dual", "vanilla_512"}
+    assert got["fast50"][0].controller_kwargs == {"threshold": 0.5}   # Fast-dLLM below 0.9: the curve's slope
     assert got["fast"][0].controller == "fast-dllm" and got["fast"][0].controller_kwargs == {"threshold": 0.9}
     assert got["fixed4"][0].steps == 64 and got["fixed8"][0].steps == 32 and got["vanilla_dual"][0].cache == "dual"
     assert got["block_step"][0].steps == 8 and got["block_step"][0].block_length == 32   # one step per block
@@ -39,7 +40,7 @@ def test_summary_gives_costs_in_points_of_accuracy():
 def test_training_evaluations_can_leave_out_the_costly_vanilla_cache_rows():
     names = {name for name, _, _ in decodings(RegimeConfig(vanilla_caches=False, long_windows=(), tokens_per_step=(4,),
                                                            block_step=False), 256, 32)}
-    assert names == {"vanilla", "fast", "fixed4", "fast_prefix", "fast_dual"}
+    assert names == {"vanilla", "fast", "fast70", "fast50", "fixed4", "fast_prefix", "fast_dual"}
     assert headline({"vanilla": _row(90), "fast": _row(90, tpf=3.0), "fixed4": _row(80), "fast_dual": _row(89)},
                     RegimeConfig(long_windows=()), 256, 32)["vanilla_dual_cost"] is None
 

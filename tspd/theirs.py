@@ -29,9 +29,12 @@ def others(key: str) -> dict:
     return copy.deepcopy(_numbers()["others"][key])
 
 
-def paper_accuracy(table: str, **setting) -> float:
-    """The accuracy (%) of the one row of the paper's ``table`` whose setting has every given key and value
-    (a ValueError names the table and setting when none or several match)."""
+def paper_accuracy(table: str, controller: str | None = None, **setting) -> float:
+    """The accuracy (%) of the one row of the paper's ``table`` whose setting has every given key and value and,
+    where given, ``controller`` (the rows' ``"policy"``; a ValueError names the table and setting when none or
+    several match)."""
+    if controller is not None:
+        setting["policy"] = controller   # the transcription's key for the decoding's controller
     rows = [r for r in _numbers()["rows"] if r["table"] == table
             and all(r["setting"].get(k) == v for k, v in setting.items())]
     if len(rows) != 1:

@@ -44,10 +44,10 @@ from tspd.validate import UsageError
 # LLaDA-8B-Instruct on GSM8K, gen 256 / block 32: the sources' numbers, not ours (tspd/reported.json, tspd.theirs).
 _PARALLEL = theirs.others("llada_gsm8k_parallel")   # Fast-dLLM paper, Fig. 5, read from the plot
 _BOARD = theirs.others("d3llm_leaderboard")["boards"][0]["methods"]
-_VANILLA = theirs.paper_accuracy("table1", task="gsm8k", policy="vanilla")   # the paper's Table 1
-_FAST = theirs.paper_accuracy("table1", task="gsm8k", policy="fast-dllm")
-_OURS, _OURS_DUAL = (theirs.paper_accuracy("table4", policy="tspd", cache=c) for c in ("none", "dual"))
-_LONGEST = min(theirs.paper_accuracy("table3", policy="vanilla", gen_length=w) for w in (512, 1024))
+_VANILLA = theirs.paper_accuracy("table1", task="gsm8k", controller="vanilla")   # the paper's Table 1
+_FAST = theirs.paper_accuracy("table1", task="gsm8k", controller="fast-dllm")
+_OURS, _OURS_DUAL = (theirs.paper_accuracy("table4", controller="tspd", cache=c) for c in ("none", "dual"))
+_LONGEST = min(theirs.paper_accuracy("table3", controller="vanilla", gen_length=w) for w in (512, 1024))
 ANCHORS = {
     "fast_tpf": (max(tpf for tpf, _ in _BOARD["Fast-dLLM"]), "Fast-dLLM at 0.9 with the dual cache, TPF (d3LLM "
                                                              "leaderboard data)"),

@@ -80,7 +80,7 @@ def _resolve(path: str, found: list, links: dict, depth: int) -> None:
     """Follow ``path`` one name at a time, as the kernel does, recording each symlink met and the real path."""
     if depth > _MAX_LINKS:
         raise OSError(errno.ELOOP, "too many symlinks: " + path)
-    names = [n for n in path.split("/") if n]
+    names = [n for n in path.split(os.sep) if n]
     here = "/"
     for i, name in enumerate(names):
         step = os.path.join(here, name)
