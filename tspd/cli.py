@@ -23,6 +23,7 @@ COMMANDS = {
     "bench-loop": ("tspd.commands.bench_loop", "time the loop's work beyond its forwards, per controller, CE and cache"),
     "regime": ("tspd.commands.regime", "a train-lm checkpoint's regime figures: TPF, cache costs, longer windows"),
     "dynamics": ("tspd.commands.dynamics", "a train-lm checkpoint's token-trace dynamics: the middle TSPD and CE read"),
+    "ce-audit": ("tspd.commands.ce_audit", "does CE lift the tokens that rise, and what stops it (vanilla traces)"),
     "oracle-dynamics": ("tspd.commands.oracle_dynamics", "the dynamics a perfectly learned model would show on our tasks"),
     "controller-table": ("tspd.commands.controller_table", "the controller table (book/controllers.md): every controller, CE and cache"),
     "cache-agreement": ("tspd.commands.cache_agreement", "where cached decodings part from their no-cache twin"),
@@ -31,7 +32,7 @@ COMMANDS = {
 }
 # Commands that run torch on the CPU take --threads (train-lm has its own, in its LMTrainConfig).
 THREADED = ("generate", "eval", "collect-traces", "train-controller", "bench-step", "bench-forward", "bench-loop", "regime", "dynamics",
-            "controller-table", "cache-agreement")
+            "ce-audit", "controller-table", "cache-agreement")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
