@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from tspd.decoding.config import DecodeConfig

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tspd.records.dynamics import save as save_rows
-from tspd.records.files import read_json
+from tspd.records.files import read_json, write_rows_json
 
 FILENAME = "ce_audit.json"
 
@@ -27,4 +26,4 @@ def load(checkpoint: str | Path | None, path: str | Path | None = None) -> dict 
 
 def save(path: str | Path, record: dict) -> Path:
     """Write the record atomically, its per-problem rows one line each (as the dynamics record)."""
-    return save_rows(path, record)
+    return write_rows_json(path, record)

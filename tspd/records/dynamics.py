@@ -5,10 +5,9 @@ one row of counts per prompt (:func:`tspd.measures.dynamics.prompt_measures`) an
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tspd.records.files import read_json, write_text_atomic
+from tspd.records.files import read_json, write_rows_json
 
 FILENAME = "dynamics.json"
 
@@ -30,14 +29,9 @@ def load(checkpoint: str | Path | None, path: str | Path | None = None) -> dict 
 
 
 def save(path: str | Path, record: dict) -> Path:
-    """Write the record (atomically: a kill leaves the previous batch's record): its settings and summary indented,
-    its per-prompt rows one line each (about 400 bytes a problem)."""
-    head = {k: v for k, v in record.items() if k != "rows"}
-    rows = ",\n".join("  " + json.dumps(r, separators=(",", ":")) for r in record.get("rows", []))
-    text = json.dumps(head, indent=1)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n"
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_text_atomic(path, text)
+    """Write the record (:func:`~tspd.records.files.write_rows_json`: its per-prompt rows one line each, about 400
+    bytes a problem)."""
+    return write_rows_json(path, record)
 
 
 __all__ = ["FILENAME", "path_of", "load", "save"]

@@ -24,6 +24,16 @@ def write_json(path: str | Path, data, indent: int = 1) -> Path:
     return path
 
 
+def write_rows_json(path: str | Path, record: dict) -> Path:
+    """A record with per-problem ``rows``, written atomically: its head indented, each row on one line (a record
+    written batch by batch stays readable in a diff, and a kill leaves the previous batch's file)."""
+    head = {k: v for k, v in record.items() if k != "rows"}
+    rows = ",\n".join("  " + json.dumps(r, separators=(",", ":")) for r in record.get("rows", []))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, json.dumps(head, indent=1)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n")
+
+
 def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` into a temporary file beside ``path``, then moved onto it: a reader (another test process, a
     notebook) sees the old file or the new one, never half of one, and an interrupted run leaves no torn file."""

@@ -1,0 +1,68 @@
+"""Training a gate on its own decodings (tspd.training.own_decodings): what a rollout's states are labelled
+against, the aggregate of rounds, and a rollout on a tiny random model."""
+from __future__ import annotations
+
+import torch
+
+from tspd.decoding.config import DecodeConfig
+from tspd.training.own_decodings import OwnConfig, aggregate, label_reference, rollout
+from tspd.training.traces import block_sequences, collect
+
+from conftest import prompts, random_model, seeded_net
+
+GEN, BLOCK = 16, 8
+
+
+def _step(x0: list[int], masked: list[bool]) -> dict:
+    return {"block": 0, "features": torch.zeros(1, len(x0), 6), "x0": torch.tensor([x0]), "masked": torch.tensor([masked])}
+
+
+def test_a_wrong_rollout_is_labelled_against_a_right_answer():
+    """A rollout that committed a coupled pair at the wrong values (5, 6 where the right answer has 3, 4) is read
+    against vanilla's right answer: the state where the pair's argmax is (5, 6) labels both unsafe; the lone token
+    whose argmax is right is safe."""
+    own, vanilla = torch.tensor([[1, 5, 6, 2]]), torch.tensor([[1, 3, 4, 2]])
+    final, has = label_reference(own, [False], vanilla, [True])
+    assert has.tolist() == [True] and final.tolist() == vanilla.tolist()
+    steps = [_step([1, 5, 6, 0], [True, True, True, True])]
+    (_, _, _, y, m), = block_sequences(steps, final, 4)
+    assert y[0].tolist() == [True, False, False, False]
+
+
+def test_a_right_rollout_keeps_its_own_answer_and_no_right_answer_gives_no_labels():
+    own, vanilla = torch.tensor([[1, 5], [7, 7]]), torch.tensor([[1, 3], [8, 8]])
+    final, has = label_reference(own, [True, False], vanilla, [True, False])
+    assert final[0].tolist() == [1, 5] and has.tolist() == [True, False]
+
+
+def test_merged_rounds_keep_every_sequence_and_one_prompt_one_group():
+    model = random_model(seed=7, scale=0.8)
+    window = DecodeConfig(gen_length=GEN, block_length=BLOCK, ce=True)
+    a = collect(model, prompts(4, seed=3), window, batch_size=4, progress=False)
+    both = aggregate(a, a)
+    assert len(both["offsets"]) - 1 == 2 * (len(a["offsets"]) - 1)
+    assert both["offsets"][-1] == 2 * a["offsets"][-1] == both["features"].shape[0]
+    assert set(both["prompt_index"].tolist()) == set(a["prompt_index"].tolist())
+
+
+class _Task:
+    """A stand-in task over id prompts: every problem's answer is graded right or not as the problem says."""
+
+    def __init__(self, right: list[bool]):
+        self.grades = right
+
+    def prompt(self, p):
+        return p["ids"]
+
+    def right(self, p, text):
+        return p["right"]
+
+
+def test_a_rollout_records_the_gates_own_states_labelled_where_an_answer_is_right():
+    model = random_model(seed=7, scale=0.8)
+    problems = [{"ids": ids, "right": i != 1} for i, ids in enumerate(prompts(3, seed=4))]
+    decode = DecodeConfig.of(controller="tspd", ce=True, gen_length=GEN, block_length=BLOCK)
+    out = rollout(model, _Task([]), problems, seeded_net("tspd"), OwnConfig(batch=3), decode, progress=False)
+    assert out["meta"]["rows"] == 3 and out["meta"]["labelled"] == 2      # problem 1: neither answer right
+    assert set(out["prompt_index"].tolist()) == {0, 2}
+    assert out["features"].shape[0] == out["offsets"][-1] and out["labels"].shape == out["masked"].shape
