@@ -1,5 +1,5 @@
 """The README's lm-eval example: its numbers (results/lmeval_example.json, written into the README by
-tspd.book.prose) must be what a fresh run of the README's command gives."""
+tspd.records.lmeval_example.example_table) must be what a fresh run of the README's command gives."""
 from __future__ import annotations
 
 import json

@@ -85,8 +85,9 @@ def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
                                                                          "n": "100 answers"}
 
 
-def test_the_status_sentence_on_two_token_forms_follows_the_record(tmp_path):
-    from tspd.book.dynamics import shifted_summary
+def test_the_status_table_of_two_token_forms_follows_the_record(tmp_path):
+    """A row per design with its interval, the base design first, and "meets both" only where both targets are."""
+    from tspd.book.dynamics import shifted_table
 
     def cell(v):
         return {"value": v, "lo": v - 1, "hi": v + 1}
@@ -97,6 +98,8 @@ def test_the_status_sentence_on_two_token_forms_follows_the_record(tmp_path):
                                   SHIFTED[1][0]: design(21.0, 6.0)}}
     path = tmp_path / "oracle.json"
     path.write_text(json.dumps(record))
-    text = shifted_summary(path)
-    assert "n = 7 answers each) its 2 designs" in text and "18.0-21.0 %" in text and "(the most 21.0 [20.0, 22.0])" in text
-    assert text.endswith("1 of them meet both targets")
+    lines = shifted_table(path).splitlines()
+    assert "n = 7 answers each" in lines[0] and lines[2].startswith("| `leaning` (styled, odds 0.3 / 0.4) | 9.0 [8.0, 10.0]")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[3:]}
+    assert rows[SHIFTED[0][0]].endswith("| 18.0 [17.0, 19.0] | 3.0 [2.0, 4.0] | no |")
+    assert rows[SHIFTED[1][0]].endswith("| 21.0 [20.0, 22.0] | 6.0 [5.0, 7.0] | yes |")

@@ -7,8 +7,8 @@
 - :mod:`tspd.book.figures`: the paper's (speedup, accuracy) beside ours (``book.paper_vs_ours``)
 - :mod:`tspd.book.anchors`: other papers' published speed-accuracy points, as theirs
 - :mod:`tspd.book.loop_speed`: the committed ``bench-loop`` results, as the step-speed page shows them
-- :mod:`tspd.book.prose`, :mod:`tspd.book.spans`: the pages' sentences over the records, and their one rewriter
-  (``python -m tspd fill-records``)
+- :mod:`tspd.book.facts`, :mod:`tspd.book.spans`: which table each marked span of the pages holds (each table
+  beside its experiment's record), and their one rewriter (``python -m tspd fill-records``)
 - :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the controller table (book/controllers.md)
 """
 from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,

@@ -4,8 +4,8 @@ README line or book page states a model's accuracy by hand.
 The record is the checkpoint's ``evals.json`` (:mod:`tspd.records.train_lm_evals`), or its ``regime.json``
 (:mod:`tspd.records.regime`) where train-lm wrote no final evaluation (tiny-roster's run stopped at its time
 budget); its reference row is vanilla decoding at one token per step. The notebooks print :func:`model_note` under their tables; the
-README and the book's introduction carry :func:`accuracy_text` in their ``<!-- model-accuracy -->`` spans
-(:mod:`tspd.book.prose`, written by ``python -m tspd fill-records``).
+book's introduction and status page show it in their ``<!-- model-accuracy -->`` table
+(:mod:`tspd.book.model_card`, written by ``python -m tspd fill-records``).
 """
 from __future__ import annotations
 

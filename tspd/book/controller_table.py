@@ -22,12 +22,13 @@ from pathlib import Path
 import torch
 
 from tspd.book.notebook import base_run
-from tspd.decoding.names import slug
+from tspd.decoding.names import display_name, slug
 from tspd.eval import experiments
 from tspd.eval.results import phase_shares
 from tspd.records.rows import ResultsFile
 from tspd.stats import wilson
 from tspd.tasks.generated import row_answer
+from tspd.markdown import table as markdown_table
 from tspd.provenance import git_revision, portable
 from tspd.records import controller_table as record
 from tspd.validate import CACHE_MODES, UsageError
@@ -135,3 +136,40 @@ def make_table(configs: dict[tuple, experiments.RunConfig], out: Path, *, model:
         table = table_of(results, n, dict(meta, device=devices(results)))
         record.save(table, out)
     return table
+
+
+class _Series:
+    """A run's rows in a fixed problem order, shaped as the claims' bootstrap takes them."""
+
+    def __init__(self, rows: dict[str, dict], ids: list[str]):
+        self.samples = [rows[i] for i in ids]
+        self.key = ""
+
+
+def comparisons_table(seed: int = 0, table: record.ControllerTable | None = None) -> str:
+    """Paired comparisons on the table's problems (95 % bootstrap intervals): each adaptive controller without a
+    cache against vanilla (accuracy), against TSPD + CE (forwards), CE's effect, and each cache's cost."""
+    from tspd.book.claims.runs import fewer_forwards, more_accurate
+    from tspd.book.claims.stats import number
+    table = table or record.load()
+    runs = table.runs()
+    ids = sorted(set.intersection(*(set(r) for r in runs.values())))
+    series = {k: _Series(v, ids) for k, v in runs.items()}
+
+    def label(k):
+        return display_name(k[0], k[1]) + ("" if k[2] == "none" else f", {k[2]} cache")
+
+    def compare(how, a, b):
+        return how({label(a): series[a], label(b): series[b]}, label(a), label(b), seed=seed)
+
+    ours, vanilla, plain = ("tspd", True, "none"), BASELINE, ("tspd", False, "none")
+    adaptive = [k for k in series if k[2] == "none" and not k[1] and k[0] not in ("vanilla", "tspd")]
+    found = [compare(more_accurate, k, vanilla) for k in [ours, *adaptive]]
+    found += [compare(fewer_forwards, ours, k) for k in adaptive]
+    if plain in series:
+        found.append(compare(fewer_forwards, ours, plain))
+    found += [compare(more_accurate, k, (k[0], k[1], "none"))
+              for k in series if k[2] != "none" and (k[1] == (k[0] == "tspd"))]
+    rows = [[f.quantity, number(f.value), f"{number(f.lo)} to {number(f.hi)}", f.n] for f in found]
+    return "\n".join(markdown_table([f"comparison on `{table.model}` (paired, same problems)", "value",
+                                     "95 % interval", "n"], rows))

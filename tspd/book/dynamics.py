@@ -10,10 +10,11 @@ theirs), and one figure: TSPD + CE's forwards relative to Fast-dLLM's against th
 from __future__ import annotations
 
 from tspd import theirs
+from tspd.markdown import table
 from tspd.measures.dynamics import FAST, OURS, TARGETS, VANILLA, DynamicsConfig, measure_checkpoint, targets
 from tspd.provenance import REPO_ROOT
 from tspd.records import dynamics as dynamics_file
-from tspd.records.files import read_json
+from tspd.records.files import read_json, shown
 
 ORACLE = REPO_ROOT / "results" / "training" / "oracle" / "oracle.json"   # python -m tspd oracle-dynamics
 
@@ -152,43 +153,44 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict] | None = No
     return fig
 
 
-def dynamics_summary() -> str:
-    """The status page's sentence: for every zoo model with a dynamics record, the premise (right but unsure, Fig. 1's
-    gap, rises before 0.9) and what TSPD + CE made of it against Fast-dLLM 0.9 (forwards, right answers)."""
+ZOO_COLUMNS = ["model (n)", "right but unsure, %", "Fig. 1's gap, points", "rise >= 3 steps before 0.9, %",
+               "TSPD + CE / Fast-dLLM 0.9 forwards", "right: vanilla / Fast-dLLM / TSPD + CE", "record"]
+
+
+def zoo_dynamics_table() -> str:
+    """The status page's table: a row per zoo model with a dynamics record, the premise (right but unsure, Fig. 1's
+    gap, rises before 0.9) and what TSPD + CE made of it against Fast-dLLM 0.9, value [95 % interval over problems];
+    a dash where the record lacks a figure."""
     from tspd.models.loading import ZOO
-    parts = []
-    for path in sorted(ZOO.glob("*/dynamics.json")):
-        rec = dynamics_file.load(path.parent.name)
-        s = rec["summary"]
-        ours = s.get(OURS) or {}
-        gain = (f"; TSPD + CE takes {_cell(ours['over_fast'], 2)} times Fast-dLLM 0.9's forwards, and answers "
-                f"{s.get(OURS + '_correct')} of {s['prompts']} right to Fast-dLLM's {s.get(FAST + '_correct')}") if ours else \
-            "; no controller trained on it yet"
-        parts.append(f"`{rec['model']}` (n = {s['prompts']}): right but unsure {_cell(s['unsure'])} %, Fig. 1's gap "
-                     f"{_cell(s['flip_gap'])} points, rises of >= 3 steps before 0.9 {_cell(s['rise_crossed'])} %" + gain)
-    return ("by each model's dynamics record (`tspd/zoo/*/dynamics.json`; 95 % intervals over problems in brackets): "
-            + "; ".join(parts))
+    rows = []
+    for path in sorted(ZOO.glob(f"*/{dynamics_file.FILENAME}")):
+        s = dynamics_file.load(path.parent.name, path)["summary"]
+        right = " / ".join(str(s.get(f"{k}_correct", "-")) for k in (VANILLA, FAST, OURS))
+        rows.append([f"`{path.parent.name}` ({s['prompts']})", *[_cell(s.get(k)) or "-" for k in
+                                                                 ("unsure", "flip_gap", "rise_crossed")],
+                     _cell((s.get(OURS) or {}).get("over_fast"), 2) or "-", right, f"`{shown(path)}`"])
+    return "\n".join(table(ZOO_COLUMNS, rows))
 
 
-def shifted_summary(path=ORACLE) -> str:
-    """The status page's sentence on the oracle's two-token-form designs (:data:`tspd.measures.oracle.SHIFTED`):
-    their moved traces and rises against the ``leaning`` task's, from the oracle record."""
+def shifted_table(path=ORACLE) -> str:
+    """The status page's table of the oracle's two-token-form designs (:data:`tspd.measures.oracle.SHIFTED`): their
+    moved traces and rises before 0.9 beside the ``leaning`` design's, against the dynamics targets."""
     from tspd.measures.oracle import SHIFTED
     from tspd.tasks import leaning
     record = read_json(path)
-    base = record["designs"][f"styled, odds {leaning.P_PLAIN} / {leaning.P_MIXED_FIRST}"]["summary"]
-    shifted = [record["designs"][name]["summary"] for name, _, _ in SHIFTED if name in record["designs"]]
-    top = max(shifted, key=lambda s: s["moved_middle"]["value"])
-    both = sum(s["moved_middle"]["value"] >= 20 and s["rise_crossed"]["value"] >= 5 for s in shifted)
-
-    def span(key: str) -> str:
-        return f"{min(s[key]['value'] for s in shifted):.1f}-{max(s[key]['value'] for s in shifted):.1f} %"
-    return (f"in the oracle (`results/training/oracle/oracle.json`, n = {record['n']} answers each) its "
-            f"{len(shifted)} designs give moved traces of {span('moved_middle')} of the middle (the most "
-            f"{_cell(top['moved_middle'])}) against `leaning`'s {_cell(base['moved_middle'])}, and rises before 0.9 of "
-            f"{span('rise_crossed')} against its {_cell(base['rise_crossed'])}; "
-            + ("none of them meets both targets" if both == 0 else f"{both} of them meet both targets"))
+    bound = {key: b for key, b, _ in TARGETS}
+    base = f"styled, odds {leaning.P_PLAIN} / {leaning.P_MIXED_FIRST}"
+    names = [base] + [name for name, _, _ in SHIFTED if name in record["designs"]]
+    rows = []
+    for name in names:
+        s = record["designs"][name]["summary"]
+        both = all(s[k]["value"] >= bound[k] for k in ("moved_middle", "rise_crossed"))
+        rows.append([f"`leaning` ({name})" if name == base else name, _cell(s["moved_middle"]), _cell(s["rise_crossed"]),
+                     "yes" if both else "no"])
+    header = [f"oracle design (n = {record['n']} answers each)", f"moved traces, % of the middle (target >= "
+              f"{bound['moved_middle']:g})", f"rise before 0.9, % (target >= {bound['rise_crossed']:g})", "meets both"]
+    return "\n".join(table(header, rows + [["record", f"`{shown(path)}`", "", ""]]))
 
 
 __all__ = ["THEIRS", "ORACLE", "dynamics_record", "dynamics_table", "band_table", "target_table", "oracle_table",
-           "sweep_ratios", "premise_figure", "dynamics_summary", "shifted_summary"]
+           "sweep_ratios", "premise_figure", "ZOO_COLUMNS", "zoo_dynamics_table", "shifted_table"]

@@ -11,7 +11,6 @@ from tspd.records import bench_step, controller_table
 from tspd.records.files import shown
 
 DECODINGS = (("vanilla", False, "none"), ("fast-dllm", False, "none"), ("tspd", True, "none"), ("tspd", True, "dual"))
-CARDS = ("NVIDIA-H200", "NVIDIA-H100-80GB-HBM3")
 
 
 def _decoding_rows(table: controller_table.ControllerTable) -> list[list[str]]:
@@ -39,7 +38,7 @@ def _claims_row() -> list[str]:
 
 def _gpu_rows() -> list[list[str]]:
     out = []
-    for card in CARDS:
+    for card in bench_step.CARDS:
         try:
             rec = bench_step.load(card)
         except FileNotFoundError:
@@ -53,10 +52,10 @@ def _gpu_rows() -> list[list[str]]:
 
 
 def headline_table(table: controller_table.ControllerTable | None = None) -> str:
-    """The table, between blank lines (a span on its own lines)."""
+    """The table as Markdown."""
     table = table or controller_table.load()
     rows = _decoding_rows(table) + [_claims_row()] + _gpu_rows()
-    return "\n\n" + "\n".join(markdown.table(["", "measured", "record"], rows)) + "\n\n"
+    return "\n".join(markdown.table(["", "measured", "record"], rows))
 
 
 __all__ = ["headline_table"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tspd.decoding.names import display_name
+from tspd.records.bench_loop import share_text
 
 # the step's own work by phase, as bench-loop names it, and the column each is shown under
 PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "controller": "controller (%)",
@@ -22,12 +23,6 @@ def loop_results(directory: str | Path | None = None) -> list[tuple[Path, dict]]
     """Every bench-loop file under ``directory`` (default the committed ones, :mod:`tspd.records.bench_loop`)."""
     from tspd.records import bench_loop
     return bench_loop.load_all(directory)
-
-
-def share_text(x: float, target: float | None) -> str:
-    """``x`` in per cent to one decimal, or to two where one would read as the target itself (5.04 % misses 5 %)."""
-    one = f"{100 * x:.1f}"
-    return f"{100 * x:.2f}" if target is not None and one == f"{100 * target:.1f}" and x != target else one
 
 
 def loop_rows(result: dict) -> list[dict]:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tspd.decoding.names import display_name
+from tspd.markdown import table
 from tspd.measures.regime import (FIXED_ANCHORS, SCHEDULE_TARGETS, THRESHOLD_ANCHOR, THRESHOLD_TARGETS, RegimeConfig,
                                   measure_checkpoint, plan, targets)
 from tspd.models.loading import DEFAULT_MODEL, ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.stats import wilson
 from tspd.records import regime as regime_file
+from tspd.records.files import shown
 
 README_FIGURE = REPO_ROOT / "book" / "figures" / "parallel.png"   # the README's picture (python -m tspd fill-records)
 
@@ -43,6 +46,24 @@ def target_rows(record: dict) -> list[dict]:
                      "met": "yes" if t["met"] else ("point only" if t["point_met"] else "no"),
                      "LLaDA-8B-Instruct (theirs)": "" if a is None else a[0]})
     return rows
+
+
+def targets_table(model: str = DEFAULT_MODEL) -> str:
+    """The model's regime targets (:func:`target_rows`) with each figure's n, and the record; a dashed row where the
+    model has no record."""
+    rec = regime_file.load(model)
+    head = f"`{Path(str(model)).name}`" + (f", window {rec.gen_length} / block {rec.block_length}" if rec else "")
+    header = [head, "ours", "95 % interval", "n", "target", "met", "LLaDA-8B-Instruct (theirs)"]
+    if rec is None:
+        return "\n".join(table(header, [["no regime record yet", "-", "-", "-", "-", "-", "-"]]))
+    rows = []
+    for t, r in zip(targets(rec.data), target_rows(rec.data)):
+        n = rec.rows[f"vanilla_{t['window']}"]["n"] if t["target"] == "long_gap" else rec.n
+        what = (f"the {t['cache']} cache costs {display_name(t['controller'], t['ce'])}, points"
+                if t["target"] == "cache_cost" else r["figure"])
+        rows.append([what, f"{t['value']:.{2 if t['target'] == 'fast_tpf' else 1}f}", r["95 % interval"], n, r["target"],
+                     r["met"], r["LLaDA-8B-Instruct (theirs)"]])
+    return "\n".join(table(header, rows + [["record", f"`{shown(rec.path)}`", "", "", "", "", ""]]))
 
 
 def targets_side_by_side(records: dict[str, dict]) -> list[dict]:
@@ -188,6 +209,6 @@ def _short(what: str) -> str:
             "one step per block loses", "1 step/block").replace("Fast-dLLM 0.9 loses", "Fast-dLLM 0.9"))
 
 
-__all__ = ["regime_record", "target_rows", "targets_side_by_side", "regime_figure", "parallel_rows", "parallel_table",
+__all__ = ["regime_record", "target_rows", "targets_table", "targets_side_by_side", "regime_figure", "parallel_rows", "parallel_table",
            "parallel_figure", "readme_figure", "README_FIGURE"]
 

@@ -1,8 +1,8 @@
 """The one rewriter of the pages' marked spans (``python -m tspd fill-records``, :mod:`tspd.commands.fill_records`).
 
-A page marks text written from a record as ``<!-- NAME -->...<!-- /NAME -->``; :data:`tspd.book.prose.FACTS`
-maps each NAME to the sentence that says it. :func:`rewrite` fills every span of :data:`PAGES` (or those
-named) from the records; ``--check`` and ``--diff`` change nothing.
+A page marks a table written from a record as ``<!-- NAME -->...<!-- /NAME -->``, each marker on a line of its
+own; :data:`tspd.book.facts.FACTS` maps each NAME to the function that writes its table. :func:`rewrite` fills
+every span of :data:`PAGES` (or those named) from the records; ``--check`` and ``--diff`` change nothing.
 """
 from __future__ import annotations
 
@@ -19,9 +19,15 @@ def named_spans(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in MARK.finditer(text)]
 
 
+def body(name: str) -> str:
+    """What the span ``name`` holds: its table between blank lines, a Markdown block of its own."""
+    from tspd.book.facts import FACTS
+    return f"\n\n{FACTS[name]()}\n\n"
+
+
 def filled(text: str, names: set[str] | None = None, cache: dict | None = None) -> str:
     """``text`` with every marked span (or those of ``names``) rewritten from its record."""
-    from tspd.book.prose import FACTS
+    from tspd.book.facts import FACTS
     cache = {} if cache is None else cache
 
     def sub(m):
@@ -31,7 +37,7 @@ def filled(text: str, names: set[str] | None = None, cache: dict | None = None) 
         if name not in FACTS:
             raise KeyError(f"unknown marked span <!-- {name} -->; known: {', '.join(FACTS)}")
         if name not in cache:
-            cache[name] = FACTS[name]()
+            cache[name] = body(name)
         return f"<!-- {name} -->{cache[name]}<!-- /{name} -->"
 
     return MARK.sub(sub, text)

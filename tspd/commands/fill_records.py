@@ -1,5 +1,6 @@
-"""``python -m tspd fill-records``: rewrite the README's and the book's marked spans from the records and draw the
-README's figure from the regime records, or (``--check``, ``--diff``) say which spans differ (:mod:`tspd.book.spans`)."""
+"""``python -m tspd fill-records``: rewrite the README's and the book's marked spans (tables) from the records and
+draw the README's figure from the regime records, or (``--check``, ``--diff``) say which spans differ
+(:mod:`tspd.book.spans`)."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tspd.book.prose import FACTS
+    from tspd.book.facts import FACTS
     from tspd.validate import UsageError
     names = {n for n in args.only.split(",") if n} or None
     if names and names - set(FACTS):

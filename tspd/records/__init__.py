@@ -14,6 +14,7 @@ module                                 written by                               
 :mod:`~tspd.records.bench_forward`     ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
 :mod:`~tspd.records.regime`            ``python -m tspd regime``                       ``<checkpoint>/regime.json``
 :mod:`~tspd.records.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
+:mod:`~tspd.records.ce_audit`          ``python -m tspd ce-audit``                     ``<checkpoint>/ce_audit.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
 :mod:`~tspd.records.training_md`       ``python -m tspd train-lm``, ``regime``         ``<checkpoint>/TRAINING.md``
@@ -27,7 +28,7 @@ module                                 written by                               
 The last three keep their owners elsewhere (each is the one module that reads and writes its files).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
-pages' sentences from these records.
+pages' tables from these records.
 """
 
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ OWNERS = {
     "bench forward": Owner("tspd.records.bench_forward", ('/ "forward"',), callers=("tspd.commands.bench_forward",)),
     "regime": Owner("tspd.records.regime", ('"regime.json"',), callers=("tspd.measures.regime",)),
     "dynamics": Owner("tspd.records.dynamics", ('"dynamics.json"',), callers=("tspd.measures.dynamics",)),
+    "ce audit": Owner("tspd.records.ce_audit", ('"ce_audit.json"',), callers=("tspd.measures.ce_audit",)),
     "train-lm evals": Owner("tspd.records.train_lm_evals", ('"evals.json"',), callers=("tspd.training.lm.evaluation",)),
     "train-lm probes": Owner("tspd.records.train_lm_probes", ('"probes.json"',),
                              callers=("tspd.training.lm.evaluation",)),

@@ -1,13 +1,14 @@
 """Where a full forward's time goes: ``python -m tspd bench-forward --out results/gpu/forward/{device}.json`` (run
 by ``scripts/gpu_speed.sh`` on a GPU) writes one ``results/gpu/forward/<device>.json`` per card; the step-speed
-page shows each as three tables (:func:`variant_rows`, :func:`kind_rows`, :func:`matmul_rows`)."""
+page shows each as three tables (:func:`variant_rows`, :func:`kind_rows`, :func:`matmul_rows`), the status page
+every card's in one (:func:`forward_table`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from tspd.records import bench_step
 from tspd.records.device_files import write_device_file
-from tspd.records.files import read_json
+from tspd.records.files import read_json, shown
 
 DIRECTORY = bench_step.DIRECTORY / "forward"
 
@@ -61,3 +62,31 @@ def matmul_rows(result: dict) -> list[dict]:
     return [{"matmul": name, "M x K x N": f"{m['m']} x {m['k']} x {m['n']}", "per forward": m["per_forward"],
              "ms alone": 1e3 * m["seconds"], "of peak": m["peak_fraction"]}
             for name, m in result["matmuls"].items() if isinstance(m, dict)]
+
+
+FORWARD_ROWS = ["matmul kernels, % of the measured peak, per variant", "element-wise, copy and norm kernels, ms a "
+                "forward: fused, then compiled and replayed", "full forward from a CUDA graph, ms",
+                "its kernels, ms: all (matmuls, attention, compiled chains)", "record"]
+
+
+def forward_cells(path: Path, result: dict) -> list[str]:
+    """A card's column of :func:`forward_table`, a cell per :data:`FORWARD_ROWS` (dashes off CUDA)."""
+    rows = {r["variant"]: r for r in variant_rows(result)}
+    kinds = {r["kind"]: r for r in kind_rows(result)}
+    if "graph" not in rows or "matmul" not in kinds:
+        return ["-"] * (len(FORWARD_ROWS) - 1) + [f"`{shown(path)}`"]
+    spent = {v: sum(kinds[k][f"{v} ms"] for k in ("elementwise", "copy", "norm", "compiled") if k in kinds)
+             for v in ("fused", "graph")}
+    peak = ", ".join(f"{name} {100 * r['matmuls of peak']:.0f}" for name, r in rows.items() if r["matmuls of peak"])
+    graph = {k: kinds[k]["graph ms"] if k in kinds else 0.0 for k in ("matmul", "attention", "compiled")}
+    return [f"{peak} (peak: an {result['peaks']['matmul_n']}-cubed product)", f"{spent['fused']:.1f}, then {spent['graph']:.1f}",
+            f"{rows['graph']['full forward ms']:.2f}, {100 * rows['graph']['of floor']:.0f} % of its floor "
+            f"({1e3 * result['floor_seconds']:.2f} ms)",
+            f"{sum(r['graph ms'] for r in kinds.values()):.1f} ({graph['matmul']:.1f}, {graph['attention']:.1f}, "
+            f"{graph['compiled']:.1f})", f"`{shown(path)}`"]
+
+
+def forward_table(cards: tuple[str, ...] = bench_step.CARDS, directory: str | Path | None = None) -> str:
+    """Where the full forward's time goes on each card of ``cards`` with a file: a row per :data:`FORWARD_ROWS`."""
+    found = [load(card, directory) for card in cards if (Path(directory or DIRECTORY) / f"{card}.json").is_file()]
+    return bench_step.card_table(FORWARD_ROWS, {result["device"]: forward_cells(path, result) for path, result in found})

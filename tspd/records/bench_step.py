@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tspd.decoding.names import by_slug, slug
+from tspd.markdown import table as markdown_table
 from tspd.provenance import REPO_ROOT
 from tspd.records.device_files import write_device_file
-from tspd.records.files import read_json
+from tspd.records.files import read_json, shown
 
 DIRECTORY = REPO_ROOT / "results" / "gpu"
 # The speed goals at LLaDA-8B's shape, batch 1, bf16 (the issues', not the paper's): issue 36 set them for one H100,
@@ -16,6 +17,7 @@ DIRECTORY = REPO_ROOT / "results" / "gpu"
 GOALS = {"H100": {"dual_step_ms": 8.0, "full_forward_ms": 28.0, "control_percent": 1.0},
          "H200": {"dual_step_ms": 8.0, "full_forward_ms": 26.0, "control_percent": 1.0}}
 FLOOR_SHARE_GOAL = 0.8   # the full forward's floor over its time, at least
+CARDS = ("NVIDIA-H200", "NVIDIA-H100-80GB-HBM3")   # the cards the README and the status page show, as files name them
 
 
 def goals(device: str) -> dict[str, float]:
@@ -109,6 +111,51 @@ def load(device: str, directory: str | Path | None = None) -> BenchStep:
 
 def load_all(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
     return [(p, read_json(p)) for p in sorted(Path(directory or DIRECTORY).glob("*.json"))]
+
+
+def card_table(labels: list[str], columns: dict[str, list[str]]) -> str:
+    """A Markdown table with a row per label and a column per card (``columns``: header -> its cells in the labels'
+    order)."""
+    return "\n".join(markdown_table(["", *columns], [[label, *(c[i] for c in columns.values())]
+                                                     for i, label in enumerate(labels)]))
+
+
+SPEED_ROWS = ["setting (LLaDA-8B's shape, batch 1)", "dual-cache step, fast path, ms", "dual-cache step, eager, ms",
+              "full forward, ms", "full forward against its roofline floor",
+              "fast path decodes as the eager loop (same tokens, same NFE)",
+              "controller + CE, % of a fast-path forward (profiled, dual cache)",
+              "beyond its forwards, % of a forward (wall clock, fast path, dual cache)", "record"]
+
+
+def _per_decoding(values: dict[str, float]) -> str:
+    return ", ".join(f"{name} {v:.1f}" for name, v in values.items()) or "-"
+
+
+def speed_cells(rec: BenchStep) -> list[str]:
+    """A card's column of :func:`speed_table`, a cell per :data:`SPEED_ROWS` (a dash where the file lacks it)."""
+    row, goal = rec.batch(1), goals(rec.device)
+    ms = lambda step: f"{1e3 * row[step]['seconds']:.2f}" if row.get(step) else "-"   # noqa: E731
+    timed, checked = decoding_entries(row.get("generate", {})), decoding_entries(row.get("parity", {}))
+    dual = {k: slug(p, ce) for k, (p, ce, cache, fast) in timed.items() if cache == "dual" and fast}
+    control = {name: 100 * row["generate"][k]["control_fraction_of_forward"] for k, name in dual.items()}
+    beyond = {name: 100 * b for k, name in dual.items() if (b := beyond_forwards(row, k)) is not None}
+    same = all(row["parity"][k]["same_tokens"] and row["parity"][k]["same_nfe"] for k in checked)
+    parity = (f"{'yes' if same else 'NO'}: {', '.join(dict.fromkeys(slug(p, ce) for p, ce, *_ in checked.values()))}; "
+              f"cache {' and '.join(dict.fromkeys(c for _, _, c, _ in checked.values()))}") if checked else "-"
+    full, floor = best_full_forward(row)["seconds"], row["full_forward"]["floor_seconds"]
+    launches = f" ({row['dual_step']['kernels']:,} kernel launches)" if row["dual_step"].get("kernels") else ""
+    return [f"{rec.dtype}, prompt {row['prompt']} + {row['gen']}, block {row['block']}",
+            f"{ms('dual_step_fast')} (goal {goal['dual_step_ms']:g})", ms("dual_step") + launches,
+            f"{1e3 * full:.2f} (goal {goal['full_forward_ms']:g})",
+            f"{100 * floor / full:.0f} % of it (floor {1e3 * floor:.2f} ms; goal {100 * FLOOR_SHARE_GOAL:.0f} %)",
+            parity, f"{_per_decoding(control)} (goal {goal['control_percent']:g})", _per_decoding(beyond),
+            f"`{shown(DIRECTORY / rec.name)}`"]
+
+
+def speed_table(cards: tuple[str, ...] = CARDS, directory: str | Path | None = None) -> str:
+    """Batch 1 at LLaDA-8B's shape on each card of ``cards`` with a file, against its goals (:func:`goals`)."""
+    found = [load(card, directory) for card in cards if (Path(directory or DIRECTORY) / f"{card}.json").is_file()]
+    return card_table(SPEED_ROWS, {rec.device: speed_cells(rec) for rec in found})
 
 
 def save(result: dict, template: str) -> Path:

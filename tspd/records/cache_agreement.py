@@ -66,3 +66,12 @@ def markdown(result: dict) -> str:
         rows = [row + [f"{r['lost']} / {r['gained']}", "; ".join(f"{kind} ({k})" for kind, k in r["lost_faults"].items())
                        or "-"] for row, r in zip(rows, result["rows"])]
     return "\n".join(markdown_table(header, rows))
+
+
+def agreement_table(path: str | Path | None = None) -> str:
+    """The status and controllers pages' table: :func:`markdown` of the stored summary, led by the model it was
+    measured on where that is not the book's."""
+    from tspd.models.loading import DEFAULT_MODEL
+    data = load_dict(path)
+    table = markdown(data)
+    return table if data["model"] == DEFAULT_MODEL else f"Measured on `{data['model']}`, not on `{DEFAULT_MODEL}`.\n\n{table}"

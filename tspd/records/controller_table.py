@@ -1,13 +1,15 @@
 """The 500-problem controller table: ``python -m tspd controller-table`` writes
 ``results/embedded_controllers.json``, the summary of its harness runs in ``results/controller_table/``.
 
-One row per (controller, CE, cache); :func:`markdown` is the README's table of it.
+One row per (controller, CE, cache); :func:`markdown` is the controllers page's table of it, :func:`overview_table`
+the book's five controllers without a cache and with the dual one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from tspd.decoding.names import display_name
 from tspd.markdown import table as markdown_table
 from tspd.records.rows import ResultsFile
 from tspd.provenance import REPO_ROOT
@@ -15,6 +17,7 @@ from tspd.records.files import read_json, write_json
 
 PATH = REPO_ROOT / "results" / "embedded_controllers.json"
 RUNS = "controller_table"   # the runs' folder, beside the table
+OVERVIEW = (("vanilla", False), ("tspd", True), ("fast-dllm", False), ("credit", False), ("learn2pd", False))
 
 
 def runs_dir(path: str | Path | None = None) -> Path:
@@ -88,3 +91,26 @@ def console(table: dict) -> str:
                      f"{_fmt(r.get('char_agreement_with_vanilla'), '7.2f', '      –')} "
                      f"{_fmt(r.get('char_agreement_with_no_cache'), '11.2f', '')}")
     return "\n".join(lines)
+
+
+def accuracy_cell(row: dict) -> str:
+    """``98.4 % (96.9-99.2 %)``: a row's accuracy and its Wilson 95 % interval."""
+    lo, hi = row["accuracy_95"]
+    return f"{100 * row['accuracy']:.1f} % ({100 * lo:.1f}-{100 * hi:.1f} %)"
+
+
+def overview_table(table: ControllerTable | None = None) -> str:
+    """A row per controller of :data:`OVERVIEW`: accuracy and forwards a problem without a cache and with the dual
+    one (a dash where the table lacks the row), the model and n in the header."""
+    table = table or load()
+    rows, out = table.by_setting(), []
+    for controller, ce in OVERVIEW:
+        cells = []
+        for cache in ("none", "dual"):
+            r = rows.get((controller, ce, cache))
+            cells += ["-", "-"] if r is None else [accuracy_cell(r), f"{r['nfe']:.1f}"]
+        out.append([display_name(controller, ce), *cells])
+    window = f", window {table.gen_length}" if table.gen_length else ""
+    header = [f"`{table.model or 'model not recorded'}`{window}, n = {table.n} each", "accuracy, no cache", "forwards",
+              "accuracy, dual cache", "forwards"]
+    return "\n".join(markdown_table(header, out))

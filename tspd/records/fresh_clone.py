@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tspd.markdown import table as markdown_table
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import read_json, write_json
 
@@ -42,3 +43,26 @@ def load(path: str | Path | None = None) -> FreshClone:
 
 def save(record: FreshClone, path: str | Path | None = None) -> Path:
     return write_json(path or PATH, record.to_dict())
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.1f}"
+
+
+def times_table(rec: FreshClone | None = None) -> str:
+    """The README's two commands timed from a fresh clone, a row each (creating ``.venv`` apart where the record
+    times it), and the record."""
+    rec = rec or load()
+    tests = rec.tests_summary.split(" in ")[0]
+    if rec.venv_seconds is None:
+        tests += "; creating `.venv` included"
+    else:
+        tests += f"; {_minutes(rec.venv_seconds + rec.tests_seconds)} with `.venv`"
+    if rec.shared is False:
+        tests += "; no `../shared` beside the clone: the tests that read it skipped"
+    rows = [["create `.venv`", _minutes(rec.venv_seconds), ""],
+            ["`bash scripts/test.sh`", _minutes(rec.tests_seconds), tests],
+            ["`bash scripts/build_book.sh`, next in the same clone", _minutes(rec.book_seconds), ""],
+            ["record", "", f"`{SHOWN}` (`{rec.command}`; 1-minute load average {rec.load_average_before} before)"]]
+    return "\n".join(markdown_table([f"fresh clone at `{rec.revision}`, {rec.cores}-core {rec.device}, {rec.date}",
+                                     "minutes", "result"], rows))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tspd.markdown import table as markdown_table
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import read_json, write_json
 
@@ -52,3 +53,15 @@ def load(path: str | Path | None = None) -> LmevalExample:
 
 def save(record: LmevalExample, path: str | Path | None = None) -> Path:
     return write_json(path or PATH, record.to_dict())
+
+
+def example_table(rec: LmevalExample | None = None) -> str:
+    """The example's three commands, a row each (accuracy, NFE and TPF a problem, wall time), and the record."""
+    rec = rec or load()
+    rows = [[f"`{name}`", f"{r.accuracy:.2f}", f"{r.nfe:.2f}", "-" if r.tpf is None else f"{r.tpf:.1f}",
+             f"{r.seconds:.1f}"] for name, r in rec.runs.items()]
+    rows.append(["record", f"`{SHOWN}` (`{rec.command}`; 1-minute load average {rec.load_average} from other work)",
+                 "", "", ""])
+    header = [f"command (`{rec.model}`, {rec.limit} problems)", "accuracy", "NFE a problem", "TPF",
+              f"seconds ({rec.device}, {rec.date})"]
+    return "\n".join(markdown_table(header, rows))

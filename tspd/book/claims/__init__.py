@@ -4,6 +4,7 @@
 - :mod:`~tspd.book.claims.runs`: claims about decoding runs (Tables 1, 4-13)
 - :mod:`~tspd.book.claims.traces`: claims about decoding traces (Figures 1-4) and their measurements
 - :mod:`~tspd.book.claims.store`: each notebook's verdicts kept in ``results/claims/``; the page's rows
+- :mod:`~tspd.book.claims.summary`: the status page's claims tables; what the verdicts can mean on a model
 """
 from tspd.book.claims import runs, store, traces
 from tspd.book.claims.stats import (FAILS, HOLDS, MIN_N, OPEN, Claim, Finding, accuracy_gap, band_verdict,
