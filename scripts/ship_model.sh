@@ -87,7 +87,7 @@ for stage in $stages; do
       cp "$run"/*.csv "$run"/TRAINING.md "$record/"
       [ -f "$run/evals.json" ] && cp "$run/evals.json" "$record/"
       if [ -f "$run/probes.json" ]; then cp "$run/probes.json" "$zoo/"; cp "$run/probes.json" "$record/"; fi
-      # the README's and the book's sentence on the book model's accuracy, from its record (tspd.book.prose)
+      # the README's and the book's model table, from its record (tspd.book.model_card)
       if [ "$name" = "$book" ]; then .venv/bin/python -m tspd fill-records --only model-accuracy; fi
       ;;
     controllers)
@@ -114,7 +114,7 @@ for stage in $stages; do
       fi
       .venv/bin/python -m tspd controller-table --model "$name" --n 500 --threads "$threads"
       .venv/bin/python -m tspd cache-agreement --model "$name" --n 500 --threads "$threads"
-      # the README's lm-eval example and every number the README and the book's prose state (tspd.book.prose)
+      # the README's lm-eval example and every table the README and the book fill from records (tspd.book.facts)
       .venv/bin/python -m tspd lmeval-example --model "$name" --threads "$threads"
       .venv/bin/python -m tspd fill-records
       ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's two commands, timed from a fresh clone of the committed HEAD, into results/fresh_clone.json
-# (tspd.records.fresh_clone; the README's sentence on their times: tspd.book.prose.fresh_clone_times).
+# (tspd.records.fresh_clone; the README's table of their times: tspd.records.fresh_clone.times_table).
 # Usage: bash scripts/time_fresh_clone.sh [CLONE_DIR]   (the clone is left in place; run on a quiet machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
