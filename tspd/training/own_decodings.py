@@ -43,26 +43,38 @@ def label_reference(own: torch.Tensor, own_right: list[bool], vanilla: torch.Ten
     return torch.where(use_own[:, None], own, vanilla), has
 
 
-def rollout(model, task, problems: list[dict], net, cfg: OwnConfig, decode: DecodeConfig, first_index: int = 0,
-            progress: bool = True) -> dict:
+def vanilla_answers(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 32) -> list[tuple]:
+    """(token ids [L], right) of vanilla decoding per problem: the labels' fallback, the same in every round."""
+    base = decode.replace(controller="vanilla", controller_kwargs={}, ce=False, ce_kwargs={})
+    out = []
+    for start in range(0, len(problems), batch):
+        chunk = problems[start:start + batch]
+        ref = generate(model, [task.prompt(p) for p in chunk], base)
+        texts = ref.texts or [""] * len(chunk)   # a model without a tokenizer (the tests' random ones) has none
+        out += [(ids, bool(task.right(p, t))) for ids, p, t in zip(ref.token_ids.cpu(), chunk, texts)]
+    return out
+
+
+def rollout(model, task, problems: list[dict], net, cfg: OwnConfig, decode: DecodeConfig, vanilla: list[tuple] | None = None,
+            first_index: int = 0, progress: bool = True) -> dict:
     """The trace file's content (:data:`tspd.training.traces.FORMAT`) of the gate ``net``'s own decodings of
-    ``problems`` (prompt indices from ``first_index``), labelled as the module docstring says; its ``meta`` counts
-    the rollouts' right answers and forwards."""
+    ``problems`` (prompt indices from ``first_index``), labelled as the module docstring says (``vanilla``:
+    :func:`vanilla_answers` of the problems, decoded here when not given); its ``meta`` counts the rollouts' right
+    answers and forwards."""
     from tqdm.auto import tqdm
     feats, labels, masked, offsets, prompt_idx, blocks = [], [], [], [0], [], []
     stats = dict(rows=0, right=0, vanilla_right=0, labelled=0, forwards=0)
-    base = decode.replace(controller="vanilla", controller_kwargs={}, ce=False, ce_kwargs={})
+    vanilla = vanilla or vanilla_answers(model, task, problems, decode, cfg.batch)
     bar = tqdm(total=len(problems), desc="rollout (own gate)", disable=not progress, unit="prompt")
     for start in range(0, len(problems), cfg.batch):
         chunk = problems[start:start + cfg.batch]
         prompts = [task.prompt(p) for p in chunk]
         rec = Recorder(TSPD(net=net, gate=cfg.gate))
         out = generate(model, prompts, decode, controller=rec)
-        ref = generate(model, prompts, base)
-        blank = [""] * len(chunk)   # a model without a tokenizer (the tests' random ones) decodes no text
-        own_right = [bool(task.right(p, t)) for p, t in zip(chunk, out.texts or blank)]
-        van_right = [bool(task.right(p, t)) for p, t in zip(chunk, ref.texts or blank)]
-        final, has = label_reference(out.token_ids.cpu(), own_right, ref.token_ids.cpu(), van_right)
+        own_right = [bool(task.right(p, t)) for p, t in zip(chunk, out.texts or [""] * len(chunk))]
+        ref = vanilla[start:start + cfg.batch]
+        van_right = [right for _, right in ref]
+        final, has = label_reference(out.token_ids.cpu(), own_right, torch.stack([ids for ids, _ in ref]), van_right)
         for row, b, f, y, m in block_sequences(rec.steps, final, decode.block_length):
             if not has[row]:
                 continue
@@ -125,8 +137,9 @@ def train_on_own(model, task, traces: dict, train_cfg, cfg: OwnConfig, decode: D
     rounds = [{"round": 0, "sequences": len(traces["offsets"]) - 1, **score}]
     log(f"round 0 (EGP's traces): {score['right']} / {score['n']} right in {score['forwards']} forwards")
     best = (score, net, saved, curve, 0)
+    vanilla = vanilla_answers(model, task, roll, decode, cfg.batch) if cfg.rounds else None
     for r in range(1, cfg.rounds + 1):
-        own = rollout(model, task, roll, best[1], cfg, decode, progress=progress)
+        own = rollout(model, task, roll, best[1], cfg, decode, vanilla, progress=progress)
         traces = aggregate(traces, own)
         net, saved, curve = train(traces, train_cfg, progress=False)
         score = held_out(model, task, check, net, cfg.gate, decode, cfg.batch)
