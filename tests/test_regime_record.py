@@ -82,10 +82,10 @@ def test_targets_say_what_each_row_measures():
     assert got["vanilla at 512 loses against 256, points"]["window"] == 512
 
 
-def test_markdown_shows_the_anchors_as_theirs_and_replaces_its_own_section(tmp_path):
+def test_markdown_points_to_their_numbers_without_copying_them_and_replaces_its_own_section(tmp_path):
     lines = markdown(RECORD)
     text = "\n".join(lines)
-    assert lines[0] == SECTION and "LLaDA-8B-Instruct (their numbers)" in text and "2.77" in text
+    assert lines[0] == SECTION and "`tspd/reported.json`" in text and "2.77" not in text
     md = tmp_path / "TRAINING.md"
     md.write_text("# record\n\n## Learning curve\n\nrows\n")
     write_section(tmp_path, SECTION, lines)
