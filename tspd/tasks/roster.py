@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 from tspd.tasks import arith, splits
 from tspd.tasks.arith import extract_answer
@@ -166,6 +168,26 @@ def line_accuracy(problems: list[dict], texts: list[str], line_fault=line_fault)
 def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
     """Whole answers right by size: ``{"roster<n>": [right, total]}``."""
     return arith.template_accuracy(problems, texts, right)
+
+
+@dataclass(frozen=True)
+class LineGrades:
+    """The grades of a task whose answer is one line per day then ``#### N`` (``styled``, ``trail``), from its
+    ``line_fault``: the generated tasks' ``fault``, ``right``, ``line_accuracy`` and ``template_accuracy``, each as
+    roster's with that task's line fault."""
+    line_fault: Callable[[dict, int, str], str | None]
+
+    def fault(self, problem: dict, text: str) -> str | None:
+        return fault(problem, text, self.line_fault)
+
+    def right(self, problem: dict, text: str) -> bool:
+        return self.fault(problem, text) is None
+
+    def line_accuracy(self, problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
+        return line_accuracy(problems, texts, self.line_fault)
+
+    def template_accuracy(self, problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
+        return arith.template_accuracy(problems, texts, self.right)
 
 
 # --------------------------------------------------------------------------------------------

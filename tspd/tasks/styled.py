@@ -33,7 +33,7 @@ from __future__ import annotations
 import random
 import re
 
-from tspd.tasks import arith, roster, splits
+from tspd.tasks import roster, splits
 from tspd.tasks.arith import extract_answer  # noqa: F401 (the generated task interface)
 from tspd.tasks.splits import Splits
 
@@ -125,24 +125,10 @@ def line_fault(problem: dict, day: int, text: str) -> str | None:
     return None
 
 
-def fault(problem: dict, text: str) -> str | None:
-    """Why ``text`` is not a right answer to ``problem`` (the first fault found), or None when it is."""
-    return roster.fault(problem, text, line_fault)
-
-
-def right(problem: dict, text: str) -> bool:
-    """Whole-answer grade: every day's line right (each chore once, one per person) and the final line."""
-    return fault(problem, text) is None
-
-
-def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
-    """Written day lines that are right: ``{"line": [right, total]}`` over every problem's days."""
-    return roster.line_accuracy(problems, texts, line_fault)
-
-
-def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
-    """Whole answers right by size: ``{"styled<n>": [right, total]}``."""
-    return arith.template_accuracy(problems, texts, right)
+# the whole-answer grade (every line right, then the final) and the accuracies by line and by size, as roster's
+_GRADES = roster.LineGrades(line_fault)
+fault, right, line_accuracy, template_accuracy = (_GRADES.fault, _GRADES.right, _GRADES.line_accuracy,
+                                                  _GRADES.template_accuracy)
 
 
 class Styled(roster.Roster):

@@ -30,7 +30,7 @@ import random
 import re
 import string
 
-from tspd.tasks import arith, roster, splits
+from tspd.tasks import roster, splits
 from tspd.tasks.arith import extract_answer  # noqa: F401 (the generated task interface)
 from tspd.tasks.splits import Splits
 
@@ -92,24 +92,10 @@ def line_fault(problem: dict, day: int, text: str) -> str | None:
     return None if wrong is None else f"trail {day}: letter {wrong + 1} is {got[wrong]}, not {want[wrong]}"
 
 
-def fault(problem: dict, text: str) -> str | None:
-    """Why ``text`` is not the answer to ``problem`` (the first fault found), or None."""
-    return roster.fault(problem, text, line_fault)
-
-
-def right(problem: dict, text: str) -> bool:
-    """Whole-answer grade: every trail's line as the links give it, no extra line, and ``#### D``."""
-    return fault(problem, text) is None
-
-
-def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
-    """Written trail lines that are right: ``{"line": [right, total]}``."""
-    return roster.line_accuracy(problems, texts, line_fault)
-
-
-def template_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:
-    """Whole answers right by number of trails: ``{"trail<d>": [right, total]}``."""
-    return arith.template_accuracy(problems, texts, right)
+# the whole-answer grade (every line right, then the final) and the accuracies by line and by size, as roster's
+_GRADES = roster.LineGrades(line_fault)
+fault, right, line_accuracy, template_accuracy = (_GRADES.fault, _GRADES.right, _GRADES.line_accuracy,
+                                                  _GRADES.template_accuracy)
 
 
 def longest(problem: dict) -> int:
