@@ -293,5 +293,39 @@ def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_
     return {k: row[k] for k in COLUMNS}
 
 
-__all__ = ["ROLES", "COLUMNS", "Span", "spans", "question_numbers", "token_positions", "probe_spans",
+def task_row(model, tokenizer, problems: list[dict], gen_length: int, items: dict[str, list], task, mask_id: int,
+             batch: int, checks: dict | None = None) -> dict[str, float | None]:
+    """The share right of each probe of ``items`` (key -> [(item, gold tokens)]; ``checks``: a key's own test of
+    a prediction against its gold, else equality) and ``one_pass_lines``: the whole window masked, one forward, the
+    share of ``task.line_accuracy`` of the argmax text (None where a probe has no instance)."""
+    row = {}
+    for key, pairs in items.items():
+        preds = _predict(model, tokenizer, [i for i, _ in pairs], gen_length, mask_id, batch)
+        check = (checks or {}).get(key, lambda pred, gold: pred == gold)
+        row[key] = sum(check(pred, gold) for pred, (_, gold) in zip(preds, pairs)) / len(pairs) if pairs else None
+    whole = [(_encode(tokenizer, task.prompt(p))[0], [mask_id] * gen_length, list(range(gen_length)), gen_length)
+             for p in problems]
+    texts = [tokenizer.decode([t for t in pred if t != tokenizer.eos_token_id])
+             for pred in _predict(model, tokenizer, whole, gen_length, mask_id, batch)]
+    ok, total = task.line_accuracy(problems, texts)["line"]
+    row["one_pass_lines"] = ok / total if total else None
+    return row
+
+
+@dataclass(frozen=True)
+class TaskProbes:
+    """A probe module (roster's day lines, the serial tasks' hops) bound to one task: what ``train-lm``'s
+    evaluation calls."""
+    module: object   # tspd.training.roster_probes or serial_probes
+    task: object     # the generated task module the probes read
+
+    @property
+    def COLUMNS(self) -> tuple[str, ...]:
+        return self.module.COLUMNS
+
+    def run_probes(self, model, tokenizer, problems: list[dict], gen_length: int, **kwargs) -> dict[str, float | None]:
+        return self.module.run_probes(model, tokenizer, problems, gen_length, task=self.task, **kwargs)
+
+
+__all__ = ["TaskProbes", "task_row", "ROLES", "COLUMNS", "Span", "spans", "question_numbers", "token_positions", "probe_spans",
            "fractions", "counterfactual_case", "counterfactual", "one_pass", "run_probes"]

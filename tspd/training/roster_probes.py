@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
 from types import ModuleType
 
 import torch
 
 from tspd.tasks import roster
-from tspd.training.probes import _encode, _predict, _window, token_positions
+from tspd.training.probes import _encode, _window, task_row, token_positions
 
 COLUMNS = ("probe_chore", "probe_pair", "probe_day", "one_pass_lines")
 _CHORE = re.compile(r"[^\W\d]+")   # a chore's word (not a styled roster's hours)
@@ -71,28 +70,9 @@ def _pair_right(pred: list[int], gold: list[int]) -> bool:
 def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
                batch: int = 128, task: ModuleType = roster) -> dict[str, float | None]:
     """The probes of this module as one flat dict with the keys of :data:`COLUMNS` (None: no instance)."""
-    row = {}
-    for key, items in _items(tokenizer, problems, gen_length, seed, task).items():
-        preds = _predict(model, tokenizer, [i for i, _ in items], gen_length, mask_id, batch)
-        check = _pair_right if key == "probe_pair" else (lambda pred, gold: pred == gold)
-        row[key] = sum(check(pred, gold) for pred, (_, gold) in zip(preds, items)) / len(items) if items else None
-    whole = [(_encode(tokenizer, task.prompt(p))[0], [mask_id] * gen_length, list(range(gen_length)), gen_length)
-             for p in problems]
-    texts = [tokenizer.decode([t for t in pred if t != tokenizer.eos_token_id])
-             for pred in _predict(model, tokenizer, whole, gen_length, mask_id, batch)]
-    ok, total = task.line_accuracy(problems, texts)["line"]
-    row["one_pass_lines"] = ok / total if total else None
+    row = task_row(model, tokenizer, problems, gen_length, _items(tokenizer, problems, gen_length, seed, task), task,
+                   mask_id, batch, {"probe_pair": _pair_right})
     return {k: row[k] for k in COLUMNS}
 
 
-@dataclass(frozen=True)
-class LineProbes:
-    """This module's probes bound to one task with roster's day lines (what ``train-lm``'s evaluation calls)."""
-    task: ModuleType
-    COLUMNS = COLUMNS
-
-    def run_probes(self, model, tokenizer, problems: list[dict], gen_length: int, **kwargs) -> dict[str, float | None]:
-        return run_probes(model, tokenizer, problems, gen_length, task=self.task, **kwargs)
-
-
-__all__ = ["COLUMNS", "cells", "run_probes", "LineProbes"]
+__all__ = ["COLUMNS", "cells", "run_probes"]

@@ -16,11 +16,10 @@ import random
 
 import torch
 
-from dataclasses import dataclass
 from types import ModuleType
 
 from tspd.tasks import shell, trail
-from tspd.training.probes import _encode, _predict, _window, token_positions
+from tspd.training.probes import _encode, _window, task_row, token_positions
 
 HOPS = (1, 2, 4)
 NAMES = {f"probe_hop{h}": f"{h} step{'s' * (h > 1)} ahead" for h in HOPS} | \
@@ -64,30 +63,12 @@ def _items(tokenizer, problems: list[dict], gen_length: int, seed: int, task: Mo
 def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_id: int, seed: int = 0,
                batch: int = 128, task: ModuleType = trail) -> dict[str, float | None]:
     """The probes of this module as one flat dict with the keys of :data:`NAMES` (None: no instance)."""
-    row = {}
-    for key, items in _items(tokenizer, problems, gen_length, seed, task).items():
-        preds = _predict(model, tokenizer, [i for i, _ in items], gen_length, mask_id, batch)
-        row[key] = sum(pred == gold for pred, (_, gold) in zip(preds, items)) / len(items) if items else None
-    whole = [(_encode(tokenizer, task.prompt(p))[0], [mask_id] * gen_length, list(range(gen_length)), gen_length)
-             for p in problems]
-    texts = [tokenizer.decode([t for t in pred if t != tokenizer.eos_token_id])
-             for pred in _predict(model, tokenizer, whole, gen_length, mask_id, batch)]
-    ok, total = task.line_accuracy(problems, texts)["line"]
-    row["one_pass_lines"] = ok / total if total else None
+    row = task_row(model, tokenizer, problems, gen_length, _items(tokenizer, problems, gen_length, seed, task), task,
+                   mask_id, batch)
     return {k: row[k] for k in NAMES}
 
 
 SERIAL = (trail, shell)   # the tasks these probes read
 
 
-@dataclass(frozen=True)
-class SerialProbes:
-    """This module's probes bound to one serial task (what ``train-lm``'s evaluation calls)."""
-    task: ModuleType
-    COLUMNS = COLUMNS
-
-    def run_probes(self, model, tokenizer, problems: list[dict], gen_length: int, **kwargs) -> dict[str, float | None]:
-        return run_probes(model, tokenizer, problems, gen_length, task=self.task, **kwargs)
-
-
-__all__ = ["HOPS", "NAMES", "COLUMNS", "SERIAL", "chains", "run_probes", "SerialProbes"]
+__all__ = ["HOPS", "NAMES", "COLUMNS", "SERIAL", "chains", "run_probes"]

@@ -35,8 +35,8 @@ def task_probes(task):
     """The teacher-forced probes of ``task``'s answers: roster's own for the tasks with its day lines (roster,
     styled), the steps chained in one forward for the serial tasks (trail, shell), arith's for the arithmetic ones."""
     if task in serial_probes.SERIAL:
-        return serial_probes.SerialProbes(task)
-    return roster_probes.LineProbes(task) if hasattr(task, "LINE") else probes
+        return probes.TaskProbes(serial_probes, task)
+    return probes.TaskProbes(roster_probes, task) if hasattr(task, "LINE") else probes
 
 
 @torch.no_grad()
