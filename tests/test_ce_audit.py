@@ -4,7 +4,7 @@ import torch
 
 from tspd.decoding.extrapolate import CEConfig, replay
 from tspd.decoding.recorder import Trace
-from tspd.measures.ce_audit import REASONS, block_audit, decode_summary, summary
+from tspd.measures.ce_audit import REASONS, audit_table, block_audit, decode_summary, decode_table, summary
 
 RISE = [0.3, 0.45, 0.6, 0.7, 0.8, 0.86, 0.95]   # one token's confidence, step by step, on its final argmax
 
@@ -51,3 +51,14 @@ def test_the_decode_check_pairs_each_setting_with_no_ce():
     rows = [{"id": i, "none": {"nfe": 10, "right": True}, "a": {"nfe": 8, "right": i > 0}} for i in range(3)]
     none, a = decode_summary(rows, ["a"])
     assert none["over_none"]["value"] == 1.0 and a["over_none"]["value"] == 0.8 and a["right"] == 2
+
+
+def test_the_tables_show_every_setting_with_its_interval_and_a_dash_where_nothing_rose():
+    rows = [{"id": 0, "a": {"tokens": 5, "rising": 0, "lifted": 0, "steps_earlier": 0, "wrong_lifts": 0,
+                            **dict.fromkeys(REASONS, 0)},
+             "decode": {"none": {"nfe": 10, "right": True}, "a": {"nfe": 9, "right": True}}}]
+    record = {"rows": rows, "audit": summary(rows, ["a"]),
+              "decode": decode_summary([{"id": 0, **rows[0]["decode"]}], ["a"])}
+    audit, decode = audit_table(record), decode_table(record)
+    assert "| a | 0 | - | - |" in audit and "(1 problem)" in audit
+    assert "| a | 1 / 1 | 9.0 | 0.900 (0.900-0.900) |" in decode

@@ -221,3 +221,29 @@ def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[
         bar.update(len(chunk))
     bar.close()
     return record
+
+
+def _pct(share: dict | None) -> str:
+    return "-" if share is None else f"{share['value']:.1f} ({share['lo']:.1f}-{share['hi']:.1f})"
+
+
+def audit_table(record: dict) -> str:
+    """The record's audit as a Markdown table: per CE setting, the rising tokens, the share lifted before their
+    crossing, the steps gained, wrong lifts, and what held the rest (shares with 95 % intervals over problems)."""
+    from tspd.markdown import table
+    n = len(record["rows"])
+    rows = [[a["setting"], a["rising"], _pct(a["lifted"]), "-" if a["steps_earlier"] is None else a["steps_earlier"],
+             _pct(a["wrong_lifts"]), *[_pct(a[k]) for k in REASONS]] for a in record["audit"]]
+    return "\n".join(table([f"CE setting ({n} problem{'s' * (n != 1)})", "rising tokens", "lifted before 0.9, %",
+                            "steps earlier (mean)", "wrong lifts, % of answer tokens",
+                            *[f"held by {k}, % of the rest" for k in REASONS]], rows))
+
+
+def decode_table(record: dict) -> str:
+    """The record's decode check as a Markdown table: Fast-dLLM 0.9 without CE and with each setting on the same
+    problems: right answers, forwards a problem, and the forwards against no CE with its 95 % interval."""
+    from tspd.markdown import table
+    rows = [["none" if d["setting"] == "none" else d["setting"], f"{d['right']} / {d['n']}", f"{d['forwards']:.1f}",
+             f"{d['over_none']['value']:.3f} ({d['over_none']['lo']:.3f}-{d['over_none']['hi']:.3f})"]
+            for d in record["decode"]]
+    return "\n".join(table(["Fast-dLLM 0.9 + CE setting", "right", "forwards a problem", "forwards / no CE's"], rows))
