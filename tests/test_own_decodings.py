@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tspd.decoding.config import DecodeConfig
-from tspd.training.own_decodings import OwnConfig, aggregate, label_reference, rollout
+from tspd.training.own_decodings import OwnConfig, aggregate, label_reference, rollout, rounds_table
 from tspd.training.traces import block_sequences, collect
 
 from conftest import prompts, random_model, seeded_net
@@ -66,3 +66,12 @@ def test_a_rollout_records_the_gates_own_states_labelled_where_an_answer_is_righ
     assert out["meta"]["rows"] == 3 and out["meta"]["labelled"] == 2      # problem 1: neither answer right
     assert set(out["prompt_index"].tolist()) == {0, 2}
     assert out["features"].shape[0] == out["offsets"][-1] and out["labels"].shape == out["masked"].shape
+
+
+def test_the_rounds_table_marks_the_round_kept():
+    saved = {"own": {"config": {"rollout_n": 10}, "best_round": 1, "rounds": [
+        {"round": 0, "sequences": 5, "n": 4, "right": 0, "forwards": 30.0},
+        {"round": 1, "sequences": 9, "rollout_right": 0, "rollout_labelled": 10, "n": 4, "right": 3, "forwards": 41.5},
+        {"round": 2, "sequences": 13, "rollout_right": 6, "rollout_labelled": 10, "n": 4, "right": 2, "forwards": 40.0}]}}
+    lines = rounds_table(saved).splitlines()
+    assert lines[3] == "| 1 | 9 | 0 / 10 | 3 / 4 | 41.5 | kept |" and lines[4].endswith("| 40.0 |  |")

@@ -177,3 +177,16 @@ def train_on_own_and_save(traces_path, train_cfg, cfg: OwnConfig, out, device: s
     stem = save_controller(net, saved, stem_of(out, train_cfg.kind))
     write_curve(stem, curve)
     return stem, saved
+
+
+def rounds_table(saved: dict) -> str:
+    """A controller's rounds (its ``<stem>.json``'s ``own``) as a Markdown table: per round, the trace sequences it
+    trained on, its rollout's right answers and the held-out problems it answers right and in how many forwards."""
+    from tspd.markdown import table
+    own = saved["own"]
+    rows = [[r["round"] if r["round"] else "0 (EGP's traces, the paper's)", r["sequences"],
+             "-" if "rollout_right" not in r else f"{r['rollout_right']} / {own['config']['rollout_n']}",
+             f"{r['right']} / {r['n']}", f"{r['forwards']:.1f}", "kept" if r["round"] == own["best_round"] else ""]
+            for r in own["rounds"]]
+    return "\n".join(table(["round", "trace sequences", "rollout right", "held-out right", "forwards a problem", ""],
+                           rows))
