@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -149,3 +150,33 @@ def test_without_an_allowlist_the_read_only_view_holds_and_says_what_it_shows(mo
     assert r.passed, r.stderr
     assert {"readonly", "pid"} <= set(r.isolation) and "allowlist" not in r.isolation
     assert len([w for w in caught if "allowlist" in str(w.message)]) == 1
+
+
+_FLAGS = '''
+import json, os, sys
+sys.path.insert(0, {package!r})
+import isolate, root
+from tspd.sandbox.allowlist import allowlist
+if {old_kernel}:   # a kernel without mount_setattr (before 5.12): each mount is remounted instead
+    root.set_attributes = lambda *a, **k: False
+allow, work = allowlist(sys.executable, dict(os.environ)), os.getcwd()
+status = isolate.enter()
+if os.fork() == 0:
+    root.view(isolate, allow, work, [], None, status)
+    flags = lambda p: [bool(os.statvfs(p).f_flag & f) for f in (1, 2, 4)]   # read-only, nosuid, nodev
+    print(json.dumps({{"allowlist": status["allowlist"], "root": flags("/"), "bind": flags(allow["binds"][0]),
+                      "null": flags("/dev/null"), "work": flags(work), "tmp": flags("/tmp")}}))
+    os._exit(0)
+os.wait()
+'''
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="builds a root in this test's own namespaces (root only)")
+@pytest.mark.parametrize("old_kernel", [False, True], ids=["mount_setattr", "remount-each"])
+def test_the_root_is_read_only_nosuid_nodev_but_its_devices_and_writable_places(tmp_path, old_kernel):
+    package = str(Path(process.__file__).parent)
+    out = subprocess.run([sys.executable, "-c", _FLAGS.format(package=package, old_kernel=old_kernel)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["allowlist"] and got["root"] == got["bind"] == [True, True, True]
+    assert got["null"] == [True, True, False] and got["work"] == got["tmp"] == [False, True, True]
