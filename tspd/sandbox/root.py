@@ -18,8 +18,7 @@ as bubblewrap's and IOI isolate's do, and holds only:
 
 It is a ``tmpfs`` mounted on ``/tmp`` of the private mount namespace (bubblewrap's place too), made read-only
 with every bind in it by one ``mount_setattr(AT_RECURSIVE)`` (Linux 5.12; on older kernels each mount is remounted
-read-only, two system calls and a ``statvfs`` a bind, which cost about 2 ms of each process's start) before the
-writable mounts go on it, and turned into the root with ``pivot_root``; the old root is then detached, so no path and
+read-only, a ``statvfs`` and a system call a bind) before the writable mounts go on it, and turned into the root with ``pivot_root``; the old root is then detached, so no path and
 no descriptor leads back to the machine's file system. Where it cannot be built, :func:`view` falls back to
 the machine's file system, read-only, with the data hidden (:func:`.isolate.read_only_view`), and says why.
 
