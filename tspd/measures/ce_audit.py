@@ -29,8 +29,7 @@ import torch
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.extrapolate import CEConfig, forecast, horizon_terms, left_coverage, logit, replay
 from tspd.decoding.loop import generate
-from tspd.measures.dynamics import DynamicsConfig, block_measures
-from tspd.stats import cluster_bootstrap
+from tspd.measures.dynamics import DynamicsConfig, block_measures, cluster_interval, cluster_share
 
 REASONS = ("coverage", "history", "trend", "spread")   # why a rising token was not lifted (the module docstring)
 
@@ -112,16 +111,6 @@ def prompt_rows(model, task, problems: list[dict], gen_length: int, block_length
     return rows
 
 
-def _share(rows: list[dict], num, den, seed: int = 0) -> dict | None:
-    """100 * sum(num) / sum(den) over prompts with its 95 % cluster-bootstrap interval; None where den is 0."""
-    pairs = [(num(r), den(r)) for r in rows]
-    if not sum(d for _, d in pairs):
-        return None
-    stat = lambda ps: 100.0 * sum(a for a, _ in ps) / sum(d for _, d in ps) if sum(d for _, d in ps) else float("nan")  # noqa: E731
-    value, lo, hi = cluster_bootstrap(pairs, stat, seed=seed)
-    return {"value": round(value, 2), "lo": round(lo, 2), "hi": round(hi, 2)}
-
-
 def summary(rows: list[dict], settings: list[str]) -> list[dict]:
     """One row per CE setting: rising tokens, the share lifted before their crossing (with its interval), the mean
     steps earlier, wrong lifts per 100 answer tokens, and the share of the missed ones per reason."""
@@ -130,10 +119,10 @@ def summary(rows: list[dict], settings: list[str]) -> list[dict]:
         get = lambda key, name=name: (lambda r: r[name][key])  # noqa: E731
         rising, lifted = sum(map(get("rising"), rows)), sum(map(get("lifted"), rows))
         missed = lambda r, name=name: sum(r[name][k] for k in REASONS)  # noqa: E731
-        out.append({"setting": name, "rising": rising, "lifted": _share(rows, get("lifted"), get("rising")),
+        out.append({"setting": name, "rising": rising, "lifted": cluster_share(rows, get("lifted"), get("rising"), digits=2),
                     "steps_earlier": round(sum(map(get("steps_earlier"), rows)) / lifted, 2) if lifted else None,
-                    "wrong_lifts": _share(rows, get("wrong_lifts"), get("tokens")),
-                    **{k: _share(rows, get(k), missed) for k in REASONS}})
+                    "wrong_lifts": cluster_share(rows, get("wrong_lifts"), get("tokens"), digits=2),
+                    **{k: cluster_share(rows, get(k), missed, digits=2) for k in REASONS}})
     return out
 
 
@@ -166,10 +155,9 @@ def decode_summary(rows: list[dict], settings: list[str], seed: int = 0) -> list
     out = []
     for name in ["none", *settings]:
         pairs = [(r[name]["nfe"], r["none"]["nfe"]) for r in rows]
-        ratio = cluster_bootstrap(pairs, lambda ps: sum(a for a, _ in ps) / sum(b for _, b in ps), seed=seed)
+        ratio = cluster_interval(pairs, lambda ps: sum(a for a, _ in ps) / sum(b for _, b in ps), digits=4, seed=seed)
         out.append({"setting": name, "n": len(rows), "right": sum(r[name]["right"] for r in rows),
-                    "forwards": round(sum(a for a, _ in pairs) / len(rows), 2),
-                    "over_none": {"value": round(ratio[0], 4), "lo": round(ratio[1], 4), "hi": round(ratio[2], 4)}})
+                    "forwards": round(sum(a for a, _ in pairs) / len(rows), 2), "over_none": ratio})
     return out
 
 

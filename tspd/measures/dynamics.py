@@ -209,7 +209,7 @@ def measure_batch(model, task, problems: list[dict], gen_length: int, block_leng
 # --------------------------------------------------------------------------------------------------------------
 # The record's summary: shares of answer tokens and token-steps, with intervals over prompts
 # --------------------------------------------------------------------------------------------------------------
-def _interval(clusters: list, stat, digits: int = 3, **boot) -> dict | None:
+def cluster_interval(clusters: list, stat, digits: int = 3, **boot) -> dict | None:
     """``stat(clusters)`` with its cluster-bootstrap interval (prompts resampled); None where it is undefined."""
     if not clusters or not np.isfinite(stat(clusters)):
         return None
@@ -217,12 +217,12 @@ def _interval(clusters: list, stat, digits: int = 3, **boot) -> dict | None:
     return {"value": round(value, digits), "lo": round(lo, digits), "hi": round(hi, digits)}
 
 
-def _share(rows: list[dict], num, den, **boot) -> dict | None:
+def cluster_share(rows: list[dict], num, den, **boot) -> dict | None:
     """100 x sum(num) / sum(den) over prompts, with its interval (None where the denominator is 0)."""
     def stat(ps):
         d = sum(b for _, b in ps)
         return 100.0 * sum(a for a, _ in ps) / d if d else float("nan")
-    return _interval([(num(r), den(r)) for r in rows], stat, **boot)
+    return cluster_interval([(num(r), den(r)) for r in rows], stat, **boot)
 
 
 def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int = 0) -> dict:
@@ -231,12 +231,12 @@ def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int 
     tokens = lambda r: r["tokens"]  # noqa: E731
     middle = lambda r: sum(r["band_flips"][i][m][0] for i in (1, 2) for m in (0, 1))  # noqa: E731
     out = {"prompts": len(rows), "answer_tokens": sum(map(tokens, rows)),
-           "certain_first": _share(rows, lambda r: r["certain_first"], tokens, **boot),
-           "unsure": _share(rows, lambda r: r["unsure"], tokens, **boot),
-           "crossed": _share(rows, lambda r: r["crossed"], tokens, **boot),
-           "rise_crossed": _share(rows, lambda r: r["rise_crossed"], tokens, **boot),
+           "certain_first": cluster_share(rows, lambda r: r["certain_first"], tokens, **boot),
+           "unsure": cluster_share(rows, lambda r: r["unsure"], tokens, **boot),
+           "crossed": cluster_share(rows, lambda r: r["crossed"], tokens, **boot),
+           "rise_crossed": cluster_share(rows, lambda r: r["rise_crossed"], tokens, **boot),
            "rises": np.sum([r["rises"] for r in rows], axis=0).tolist(),
-           "moved_middle": _share(rows, lambda r: sum(r["band_flips"][i][1][0] for i in (1, 2)), middle, **boot)}
+           "moved_middle": cluster_share(rows, lambda r: sum(r["band_flips"][i][1][0] for i in (1, 2)), middle, **boot)}
     bands = []
     for i, lo in enumerate(BANDS):
         row = {"band": f"[{lo:.1f}, {BANDS[i + 1] if i + 1 < len(BANDS) else 1.0:.1f}{')' if i + 1 < len(BANDS) else ']'}",
@@ -244,19 +244,19 @@ def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int 
         for m, name in ((0, "steady"), (1, "moved")):
             n = sum(r["band_flips"][i][m][0] for r in rows)
             row[f"{name}_states"] = int(n)
-            row[f"{name}_flip"] = _share(rows, lambda r, i=i, m=m: r["band_flips"][i][m][1],
+            row[f"{name}_flip"] = cluster_share(rows, lambda r, i=i, m=m: r["band_flips"][i][m][1],
                                          lambda r, i=i, m=m: r["band_flips"][i][m][0], **boot)
         bands.append(row)
     out["bands"] = bands
-    out["flip_gap"] = _interval([np.array(r["fig1"]) for r in rows], flip_gap_of, **boot)
+    out["flip_gap"] = cluster_interval([np.array(r["fig1"]) for r in rows], flip_gap_of, **boot)
     if rows and "egp_nfe" in rows[0]:   # decoded by a model (tspd.measures.oracle's traces have no forwards)
-        ratio = _interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows],
+        ratio = cluster_interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows],
                           lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1), digits=4, **boot)
         out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in (VANILLA, "egp", FAST)},
                          "egp_over_fast": ratio, "egp_same": sum(r["egp_same"] for r in rows)}
     if rows and f"{OURS}_nfe" in rows[0]:   # the method against Fast-dLLM on the same problems
         out[OURS] = {"nfe": sum(r[f"{OURS}_nfe"] for r in rows) / len(rows),
-                     "over_fast": _interval([(r[f"{OURS}_nfe"], r[f"{FAST}_nfe"]) for r in rows],
+                     "over_fast": cluster_interval([(r[f"{OURS}_nfe"], r[f"{FAST}_nfe"]) for r in rows],
                                             lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1),
                                             digits=4, **boot)}
     for k in (VANILLA, FAST, OURS):
