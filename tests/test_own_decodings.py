@@ -75,3 +75,37 @@ def test_the_rounds_table_marks_the_round_kept():
         {"round": 2, "sequences": 13, "rollout_right": 6, "rollout_labelled": 10, "n": 4, "right": 2, "forwards": 40.0}]}}
     lines = rounds_table(saved).splitlines()
     assert lines[3] == "| 1 | 9 | 0 / 10 | 3 / 4 | 41.5 | kept |" and lines[4].endswith("| 40.0 |  |")
+
+
+class _SplitTask(_Task):
+    """The stand-in task with a traces split: every problem right as it says."""
+
+    def __init__(self, problems: list[dict]):
+        self.problems = problems
+
+    def load_split(self, split, n):
+        return self.problems[:n]
+
+
+def test_an_interrupted_run_resumes_after_its_last_finished_round(tmp_path):
+    """Each finished round is saved; a rerun of the same run continues from it (no round is trained twice), and a
+    rerun with other settings is refused rather than mixed into the saved rounds."""
+    from tspd.training.own_decodings import train_on_own
+    from tspd.training.train_controller import ControllerTrainConfig
+    model = random_model(seed=7, scale=0.8)
+    decode = DecodeConfig.of(controller="tspd", ce=True, gen_length=GEN, block_length=BLOCK)
+    problems = [{"ids": ids, "right": True} for ids in prompts(6, seed=5)]
+    traces = collect(model, [p["ids"] for p in problems[:4]], DecodeConfig(gen_length=GEN, block_length=BLOCK, ce=True),
+                     batch_size=4, progress=False)
+    train_cfg, state = ControllerTrainConfig(epochs=2, batch=0), tmp_path / "own-state.pt"
+    one = OwnConfig(rounds=1, rollout_n=4, check_n=2, batch=4)
+    _, first, _ = train_on_own(model, _SplitTask(problems), traces, train_cfg, one, decode, log=lambda m: None,
+                               progress=False, state=state)
+    said = []
+    _, again, _ = train_on_own(model, _SplitTask(problems), traces, train_cfg, one, decode, log=said.append,
+                               progress=False, state=state)
+    assert len(said) == 1 and said[0].startswith("resumed") and again["own"]["rounds"] == first["own"]["rounds"]
+    import pytest
+    with pytest.raises(ValueError, match="another run"):
+        train_on_own(model, _SplitTask(problems), traces, train_cfg, OwnConfig(rounds=1, rollout_n=4, check_n=2,
+                     batch=4, gate=0.7), decode, progress=False, state=state)

@@ -122,23 +122,32 @@ def _better(a: dict, b: dict) -> bool:
 
 
 def train_on_own(model, task, traces: dict, train_cfg, cfg: OwnConfig, decode: DecodeConfig, log=print,
-                 progress: bool = True):
+                 progress: bool = True, state=None):
     """Round 0 trains on ``traces`` (EGP's, the paper's); each further round rolls out the best gate so far on the
     rollout problems, adds its labelled states, trains again and scores the gate on the held-out ones; it stops
-    after ``cfg.rounds`` rounds or at the first round that scores no better. Returns (net, saved config with
+    after ``cfg.rounds`` rounds or at the first round that scores no better. ``state``: a file each finished
+    round is saved to and a rerun resumes from (the rounds take hours on a CPU). Returns (net, saved config with
     ``own``: every round's score, curve) of the best round."""
     from tspd.training.train_controller import train
     problems = task.load_split("traces", cfg.rollout_n + cfg.check_n)
     roll, check = problems[:cfg.rollout_n], problems[cfg.rollout_n:]
     if not check:
         raise ValueError(f"the traces split has {len(problems)} problems: none left to judge the rounds on")
-    net, saved, curve = train(traces, train_cfg, progress=False)
-    score = held_out(model, task, check, net, cfg.gate, decode, cfg.batch)
-    rounds = [{"round": 0, "sequences": len(traces["offsets"]) - 1, **score}]
-    log(f"round 0 (EGP's traces): {score['right']} / {score['n']} right in {score['forwards']} forwards")
-    best = (score, net, saved, curve, 0)
-    vanilla = vanilla_answers(model, task, roll, decode, cfg.batch) if cfg.rounds else None
-    for r in range(1, cfg.rounds + 1):
+    done = _resume(state, cfg, train_cfg)
+    if done:
+        traces, rounds, best, vanilla = done["traces"], done["rounds"], done["best"], done["vanilla"]
+        log(f"resumed from {state} after round {rounds[-1]['round']}")
+        if rounds[-1]["round"] > best[4]:                 # the last round scored no better: it had stopped there
+            return _finish(best, rounds, cfg)
+    else:
+        net, saved, curve = train(traces, train_cfg, progress=False)
+        score = held_out(model, task, check, net, cfg.gate, decode, cfg.batch)
+        rounds = [{"round": 0, "sequences": len(traces["offsets"]) - 1, **score}]
+        log(f"round 0 (EGP's traces): {score['right']} / {score['n']} right in {score['forwards']} forwards")
+        best = (score, net, saved, curve, 0)
+        vanilla = vanilla_answers(model, task, roll, decode, cfg.batch) if cfg.rounds else None
+        _save(state, cfg, train_cfg, traces, rounds, best, vanilla)
+    for r in range(rounds[-1]["round"] + 1, cfg.rounds + 1):
         own = rollout(model, task, roll, best[1], cfg, decode, vanilla, progress=progress)
         traces = aggregate(traces, own)
         net, saved, curve = train(traces, train_cfg, progress=False)
@@ -148,18 +157,51 @@ def train_on_own(model, task, traces: dict, train_cfg, cfg: OwnConfig, decode: D
                        "rollout_labelled": m["labelled"], **score})
         log(f"round {r}: rollout {m['right']} / {m['rows']} right; held out {score['right']} / {score['n']} right "
             f"in {score['forwards']} forwards")
-        if not _better(score, best[0]):
+        better = _better(score, best[0])
+        if better:
+            best = (score, net, saved, curve, r)
+        _save(state, cfg, train_cfg, traces, rounds, best, vanilla)
+        if not better:
             break
-        best = (score, net, saved, curve, r)
+    return _finish(best, rounds, cfg)
+
+
+def _finish(best, rounds: list[dict], cfg: OwnConfig):
     net, saved, curve = best[1:4]
     saved["own"] = {"config": {k: getattr(cfg, k) for k in OwnConfig.__dataclass_fields__}, "rounds": rounds,
                     "best_round": best[4]}
     return net, saved, curve
 
 
+def _save(state, cfg: OwnConfig, train_cfg, traces: dict, rounds: list[dict], best, vanilla) -> None:
+    """The rounds so far, for :func:`_resume` (written whole to a temporary name, then renamed)."""
+    if state is None:
+        return
+    from pathlib import Path
+    tmp = Path(f"{state}.tmp")
+    torch.save({"own": cfg, "train": train_cfg, "traces": traces, "rounds": rounds, "best": best, "vanilla": vanilla},
+               tmp)
+    tmp.replace(state)
+
+
+def _resume(state, cfg: OwnConfig, train_cfg) -> dict | None:
+    """The saved rounds of the same run (the same ``OwnConfig`` but for its round count, the same training), or
+    None; a state of another run is refused, not silently continued."""
+    from dataclasses import replace
+    from pathlib import Path
+    if state is None or not Path(state).is_file():
+        return None
+    done = torch.load(state, weights_only=False)
+    if replace(done["own"], rounds=cfg.rounds) != cfg or done["train"] != train_cfg:
+        raise ValueError(f"{state} holds the rounds of another run ({done['own']}, {done['train']}): delete it to start afresh")
+    return done
+
+
 def train_on_own_and_save(traces_path, train_cfg, cfg: OwnConfig, out, device: str = "cpu", progress: bool = True):
     """:func:`train_on_own` from the EGP trace file ``traces_path`` (its model and that model's own task), saved at
-    the stem ``out`` as :func:`tspd.training.train_controller.train_and_save` saves; returns (stem, saved config)."""
+    the stem ``out`` as :func:`tspd.training.train_controller.train_and_save` saves, the rounds so far in
+    ``<out>.own-state.pt`` (a rerun resumes there); returns (stem, saved config)."""
+    from pathlib import Path
     from tspd.decoding.controllers.weights import save_controller, stem_of
     from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
     from tspd.tasks.generated import generated_task
@@ -172,7 +214,8 @@ def train_on_own_and_save(traces_path, train_cfg, cfg: OwnConfig, out, device: s
         raise ValueError(f"{traces_path}: its model ({name}) names no generated task to roll its gate out on")
     model, task = load_model(name, device=device), generated_task(spec["name"])
     decode = DecodeConfig.of(controller="tspd", ce=True).resolved(model)
-    net, saved, curve = train_on_own(model, task, traces, train_cfg, cfg, decode, progress=progress)
+    state = Path(f"{out}.own-state.pt")
+    net, saved, curve = train_on_own(model, task, traces, train_cfg, cfg, decode, progress=progress, state=state)
     saved.update(traces_file=str(traces_path), model=name, model_sha256=weights_hash(name, digits=64))
     stem = save_controller(net, saved, stem_of(out, train_cfg.kind))
     write_curve(stem, curve)
