@@ -249,3 +249,33 @@ def test_a_checkpoints_probes_come_from_its_final_evaluation_else_its_curves_las
     assert probe_table({}, "roster") == ["No probes are recorded for this checkpoint."]
     (tmp_path / "bare").mkdir()
     assert train_lm_probes.final(tmp_path / "bare") == ({}, None)
+
+
+def test_a_record_measured_by_batch_resumes_keeps_a_complete_one_and_remeasures_a_changed_one(tmp_path):
+    """measure_by_batch: a run cut after its first batch resumes there (no problem measured twice, the revision of
+    the added rows noted); a complete record is returned as stored; a changed setting measures every row again."""
+    from tspd.records.files import measure_by_batch
+    path, seen = tmp_path / "r.json", []
+
+    def measure(chunk):
+        seen.extend(chunk)
+        if len(seen) > 2 and cut:
+            raise KeyboardInterrupt
+        return [{"id": p, "v": p * p} for p in chunk]
+
+    def run(meta):
+        return measure_by_batch(path, meta, ("setting",), [1, 2, 3, 4], 2, measure,
+                                lambda rows: {"total": sum(r["v"] for r in rows)}, "test", log=lambda m: None)
+    meta = {"command": "c", "git": "a", "device": "cpu", "setting": 1}
+    cut = True
+    try:
+        run(meta)
+    except KeyboardInterrupt:
+        pass
+    cut = False
+    seen.clear()
+    record = run(dict(meta, git="b"))
+    assert seen == [3, 4] and record["total"] == 30 and record["git"] == "a; rows added at b"
+    seen.clear()
+    assert run(dict(meta, git="c")) == record and not seen
+    assert run(dict(meta, setting=2))["git"] == "a" and seen == [1, 2, 3, 4]

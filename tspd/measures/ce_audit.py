@@ -169,11 +169,10 @@ def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[
     """The checkpoint's audit record (``<checkpoint>/ce_audit.json``) on the first ``n`` problems of its task's test
     split: per batch the audit of every setting and the decode check, the record written after each batch (an
     interrupted run resumes; changed weights or settings measure every row again)."""
-    from tqdm.auto import tqdm
-
     from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
     from tspd.provenance import device_name, git_revision
     from tspd.records import ce_audit as record_file
+    from tspd.records.files import measure_by_batch
     from tspd.tasks.generated import generated_task
     from tspd.validate import UsageError
     settings = settings or sweep()
@@ -187,28 +186,19 @@ def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[
     meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(device), "model": str(model),
             "weights": weights_hash(checkpoint), "task": spec["name"], "gen_length": spec["gen_length"],
             "block_length": spec["block_length"], "settings": {k: dataclasses.asdict(v) for k, v in settings.items()}}
-    old, rows = record_file.load(None, path), []
-    if old and all(old.get(k) == meta[k] for k in ("weights", "settings", "gen_length", "block_length")):
-        rows = old["rows"][:n]
-        meta.update(command=old["command"], git=old["git"], device=old["device"])
-    elif old:
-        log(f"{path}: its stored rows are measured again (the weights or the settings changed)")
-    record = {**meta, "rows": rows}
-    if len(rows) >= len(problems) and old:
-        return old
-    lm = load_model(checkpoint, device=device)
-    bar = tqdm(total=len(problems), initial=len(rows), desc=f"ce-audit {model}", unit="problem")
-    for i in range(len(rows), len(problems), batch):
-        chunk = problems[i:i + batch]
-        audited = prompt_rows(lm, task, chunk, spec["gen_length"], spec["block_length"], settings)
-        decoded = decode_check(lm, task, chunk, spec["gen_length"], spec["block_length"], settings, batch=batch)
-        rows += [{**a, "decode": {k: v for k, v in d.items() if k != "id"}} for a, d in zip(audited, decoded)]
-        record = {**meta, "rows": rows, "audit": summary(rows, list(settings)),
-                  "decode": decode_summary([{"id": r["id"], **r["decode"]} for r in rows], list(settings))}
-        record_file.save(path, record)
-        bar.update(len(chunk))
-    bar.close()
-    return record
+    lm = []                                       # the model, loaded once there is something to measure
+
+    def measure(chunk):
+        lm[:] = lm or [load_model(checkpoint, device=device)]
+        audited = prompt_rows(lm[0], task, chunk, spec["gen_length"], spec["block_length"], settings)
+        decoded = decode_check(lm[0], task, chunk, spec["gen_length"], spec["block_length"], settings, batch=batch)
+        return [{**a, "decode": {k: v for k, v in d.items() if k != "id"}} for a, d in zip(audited, decoded)]
+
+    def summarize(rows):
+        return {"audit": summary(rows, list(settings)),
+                "decode": decode_summary([{"id": r["id"], **r["decode"]} for r in rows], list(settings))}
+    return measure_by_batch(path, meta, ("weights", "settings", "gen_length", "block_length"), problems, batch, measure,
+                            summarize, f"ce-audit {model}", log)
 
 
 def _pct(share: dict | None) -> str:

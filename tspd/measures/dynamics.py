@@ -290,8 +290,7 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
     """The checkpoint's dynamics record (``<checkpoint>/dynamics.json``, or ``out``): the rows it lacks measured
     batch by batch on the first ``cfg.n`` problems of its task's test split, the record written after each batch
     (an interrupted run resumes; a changed weight file or setting measures every row again, and says so)."""
-    from tqdm.auto import tqdm
-
+    from tspd.records.files import measure_by_batch
     from tspd.tasks.generated import generated_task
     checkpoint = Checkpoint.open(model)
     spec = task_spec(checkpoint)
@@ -304,30 +303,14 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
             "model": str(model), "weights": weights_hash(checkpoint), "task": spec["name"],
             "gen_length": spec["gen_length"], "block_length": spec["block_length"], "config": dataclasses.asdict(cfg),
             OURS: (checkpoint.path / "controllers" / "tspd.json").is_file()}   # the method, where the model has it
-    old = dynamics_file.load(None, path)
-    rows = []
-    if old:
-        changed = [k for k in ("weights", "config", "gen_length", "block_length", OURS) if old.get(k) != meta[k]]
-        if changed:
-            log(f"{path}: its {len(old['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
-        elif len(old["rows"]) >= len(problems):   # complete: read back as measured, its provenance untouched
-            return old
-        else:                                     # resumed: the provenance of the rows already there kept
-            rows = old["rows"]
-            for key, added in (("git", "rows added at"), ("device", "rows added on")):
-                meta[key] = old[key] if old[key] == meta[key] else f"{old[key]}; {added} {meta[key]}"
-            meta["command"] = old["command"]
-    lm = load_model(checkpoint, device=device)   # only once there is something to measure
-    bar = tqdm(total=len(problems), initial=len(rows), desc=f"dynamics {model}", unit="problem")
-    for i in range(len(rows), len(problems), cfg.batch):
-        chunk = problems[i:i + cfg.batch]
-        measured = measure_batch(lm, task, chunk, spec["gen_length"], spec["block_length"], cfg, meta[OURS])
-        rows += [{"id": p["id"], **r} for p, r in zip(chunk, measured)]
-        record = {**meta, "rows": rows, "summary": summary(rows, cfg)}
-        dynamics_file.save(path, record)   # after every batch: the last one's is the finished record
-        bar.update(len(chunk))
-    bar.close()
-    return record
+    lm = []                                       # the model, loaded once there is something to measure
+
+    def measure(chunk):
+        lm[:] = lm or [load_model(checkpoint, device=device)]
+        rows = measure_batch(lm[0], task, chunk, spec["gen_length"], spec["block_length"], cfg, meta[OURS])
+        return [{"id": p["id"], **r} for p, r in zip(chunk, rows)]
+    return measure_by_batch(path, meta, ("weights", "config", "gen_length", "block_length", OURS), problems, cfg.batch,
+                            measure, lambda rows: {"summary": summary(rows, cfg)}, f"dynamics {model}", log)
 
 
 __all__ = ["DynamicsConfig", "BlockMeasures", "block_measures", "prompt_measures", "fig1_counts", "flip_gap_of",

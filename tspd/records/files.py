@@ -108,3 +108,36 @@ def append_jsonl(path: str | Path, rows, *, fsync: bool = False, ensure_ascii: b
         if fsync:
             f.flush()
             os.fsync(f.fileno())
+
+
+def measure_by_batch(path: str | Path, meta: dict, same: tuple[str, ...], problems: list, batch: int, measure,
+                     summarize, desc: str, log=print) -> dict:
+    """A per-problem record at ``path`` (``meta`` + ``rows`` + ``summarize(rows)``) measured ``batch`` problems at a
+    time by ``measure(chunk) -> rows`` and written after each batch (:func:`write_rows_json`), so an interrupted run
+    resumes: a stored record whose ``same`` keys equal ``meta``'s keeps its rows (complete: returned as stored, its
+    provenance untouched; partial: the revision and device of the rows added are appended to its own); one whose
+    ``same`` keys differ is measured again, and the log says which changed."""
+    from tqdm.auto import tqdm
+    path, rows = Path(path), []
+    old = read_json(path) if path.is_file() else None
+    if old:
+        changed = [k for k in same if old.get(k) != meta[k]]
+        if changed:
+            log(f"{shown(path)}: its {len(old['rows'])} stored rows are measured again ({', '.join(changed)} changed)")
+        elif len(old["rows"]) >= len(problems):
+            return old
+        else:
+            rows = old["rows"]
+            meta = dict(meta, command=old["command"])
+            for key, added in (("git", "rows added at"), ("device", "rows added on")):
+                meta[key] = old[key] if old[key] == meta[key] else f"{old[key]}; {added} {meta[key]}"
+    record = {**meta, "rows": rows, **summarize(rows)}
+    bar = tqdm(total=len(problems), initial=len(rows), desc=desc, unit="problem")
+    for i in range(len(rows), len(problems), batch):
+        chunk = problems[i:i + batch]
+        rows = rows + measure(chunk)
+        record = {**meta, "rows": rows, **summarize(rows)}
+        write_rows_json(path, record)
+        bar.update(len(chunk))
+    bar.close()
+    return record
