@@ -174,3 +174,15 @@ def test_a_gate_sweep_that_never_reaches_the_accuracy_is_named_not_placed():
     labels = {t.get_text().split(" ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
     assert "never reaches" in labels["never"] and "not placed" not in labels["reached"]
     assert len(ax.containers) == 1 and ax.get_ylim()[1] < float("inf")
+
+
+def test_a_run_against_a_reference_gives_the_paired_gap_and_the_forwards_ratio():
+    """Half the forwards on every problem, one answer lost of 4: ratio 0.5 with an interval around it (every
+    resample halves), gap -25 points with a paired interval that holds 0 (one disagreement is not a difference)."""
+    ref = [{"id": i, "correct": True, "nfe": 10 * (i + 1)} for i in range(4)]
+    run = [{"id": i, "correct": i != 2, "nfe": 5 * (i + 1)} for i in reversed(range(4))]
+    got = A.against(run, ref)
+    assert got["ratio"] == got["ratio_lo"] == got["ratio_hi"] == pytest.approx(0.5)
+    assert got["gap"] == pytest.approx(-25.0) and got["gap_lo"] < -25.0 < 0.0 < got["gap_hi"]
+    with pytest.raises(ValueError, match="same problems"):
+        A.against(run[:3], ref)
