@@ -263,9 +263,9 @@ def test_a_record_measured_by_batch_resumes_keeps_a_complete_one_and_remeasures_
             raise KeyboardInterrupt
         return [{"id": p, "v": p * p} for p in chunk]
 
-    def run(meta):
+    def run(meta):                                # a summary that needs rows, as the CE audit's does
         return measure_by_batch(path, meta, ("setting",), [1, 2, 3, 4], 2, measure,
-                                lambda rows: {"total": sum(r["v"] for r in rows)}, "test", log=lambda m: None)
+                                lambda rows: {"mean": sum(r["v"] for r in rows) / len(rows)}, "test", log=lambda m: None)
     meta = {"command": "c", "git": "a", "device": "cpu", "setting": 1}
     cut = True
     try:
@@ -275,7 +275,7 @@ def test_a_record_measured_by_batch_resumes_keeps_a_complete_one_and_remeasures_
     cut = False
     seen.clear()
     record = run(dict(meta, git="b"))
-    assert seen == [3, 4] and record["total"] == 30 and record["git"] == "a; rows added at b"
+    assert seen == [3, 4] and record["mean"] == 7.5 and record["git"] == "a; rows added at b"
     seen.clear()
     assert run(dict(meta, git="c")) == record and not seen
     assert run(dict(meta, setting=2))["git"] == "a" and seen == [1, 2, 3, 4]

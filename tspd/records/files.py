@@ -131,7 +131,7 @@ def measure_by_batch(path: str | Path, meta: dict, same: tuple[str, ...], proble
             meta = dict(meta, command=old["command"])
             for key, added in (("git", "rows added at"), ("device", "rows added on")):
                 meta[key] = old[key] if old[key] == meta[key] else f"{old[key]}; {added} {meta[key]}"
-    record = {**meta, "rows": rows, **summarize(rows)}
+    record = None                                 # (a summary of no rows may not exist: never asked for one)
     bar = tqdm(total=len(problems), initial=len(rows), desc=desc, unit="problem")
     for i in range(len(rows), len(problems), batch):
         chunk = problems[i:i + batch]
@@ -140,4 +140,4 @@ def measure_by_batch(path: str | Path, meta: dict, same: tuple[str, ...], proble
         write_rows_json(path, record)
         bar.update(len(chunk))
     bar.close()
-    return record
+    return record if record is not None else {**meta, "rows": rows, **summarize(rows)}
