@@ -18,18 +18,27 @@ extrapolate.replay`, exactly the decoder's filter) over the same vanilla traces 
 Everything is counted per prompt, so each share carries a cluster-bootstrap interval over prompts, and a sweep of
 ``tau``, ``z`` and ``H`` re-reads the same traces. The other half (does a setting commit earlier without losing
 answers in a real decode?) is :func:`decode_check`: Fast-dLLM 0.9 with and without CE on the same problems.
+
+The record: ``python -m tspd ce-audit`` (:mod:`tspd.commands.ce_audit`) writes ``<checkpoint>/ce_audit.json``
+(committed for the zoo's models): the command, revision, device, weights hash and settings, the audit's and the
+decode check's rows per problem and their summaries. :func:`measure_checkpoint` writes it batch by batch, so an
+interrupted audit resumes; :func:`load` reads it, :func:`save` writes one. Its tables: :func:`audit_table` and
+:func:`decode_table`.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.extrapolate import CEConfig, forecast, horizon_terms, left_coverage, logit, replay
 from tspd.decoding.loop import generate
+from tspd.markdown import table
 from tspd.measures.dynamics import DynamicsConfig, block_measures, cluster_interval, cluster_share
+from tspd.records.files import measure_by_batch, read_json, write_rows_json
 
 REASONS = ("coverage", "history", "trend", "spread")   # why a rising token was not lifted (the module docstring)
 
@@ -41,6 +50,9 @@ class AuditConfig:
     fresh_steps: int = 2                          # a filter with fewer observations of its argmax has no trend yet
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The audit: one block's counts, a prompt's rows, their summary per CE setting; the decode check
+# --------------------------------------------------------------------------------------------------------------
 def block_audit(conf: torch.Tensor, x0: torch.Tensor, final: torch.Tensor, masked: torch.Tensor, answer: torch.Tensor,
                 state: torch.Tensor, lifted: torch.Tensor, ce: CEConfig, cfg: AuditConfig = AuditConfig()) -> dict:
     """Counts of one block of one prompt: ``conf``, ``x0``, ``masked``, ``lifted`` [S, L] over the block's steps
@@ -161,7 +173,27 @@ def decode_summary(rows: list[dict], settings: list[str], seed: int = 0) -> list
     return out
 
 
-__all__ = ["AuditConfig", "REASONS", "block_audit", "prompt_rows", "summary", "sweep", "decode_check", "decode_summary"]
+# --------------------------------------------------------------------------------------------------------------
+# The record: <checkpoint>/ce_audit.json, measured batch by batch
+# --------------------------------------------------------------------------------------------------------------
+FILENAME = "ce_audit.json"
+
+
+def path_of(checkpoint: str | Path | None) -> Path:
+    """The record of the checkpoint (a zoo name or a directory)."""
+    from tspd.models.loading import resolve_path
+    return Path(resolve_path(checkpoint)) / FILENAME
+
+
+def load(checkpoint: str | Path | None, path: str | Path | None = None) -> dict | None:
+    """The checkpoint's record (or the one at ``path``); None where it has none."""
+    path = Path(path) if path else path_of(checkpoint)
+    return read_json(path) if path.is_file() else None
+
+
+def save(path: str | Path, record: dict) -> Path:
+    """Write the record atomically, its per-problem rows one line each (as the dynamics record)."""
+    return write_rows_json(path, record)
 
 
 def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[str, CEConfig] | None = None,
@@ -171,8 +203,6 @@ def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[
     interrupted run resumes; changed weights or settings measure every row again)."""
     from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
     from tspd.provenance import device_name, git_revision
-    from tspd.records import ce_audit as record_file
-    from tspd.records.files import measure_by_batch
     from tspd.tasks.generated import generated_task
     from tspd.validate import UsageError
     settings = settings or sweep()
@@ -181,7 +211,7 @@ def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[
     if not spec:
         raise UsageError(f"{checkpoint.path} names no generated task in its config.json: the audit decodes a "
                          "train-lm checkpoint's own task")
-    task, path = generated_task(spec["name"]), record_file.path_of(checkpoint.path)
+    task, path = generated_task(spec["name"]), path_of(checkpoint.path)
     problems = task.load_split("test", n)
     meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(device), "model": str(model),
             "weights": weights_hash(checkpoint), "task": spec["name"], "gen_length": spec["gen_length"],
@@ -201,6 +231,9 @@ def measure_checkpoint(model: str, n: int = 40, batch: int = 10, settings: dict[
                             summarize, f"ce-audit {model}", log)
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The record's tables
+# --------------------------------------------------------------------------------------------------------------
 def _pct(share: dict | None) -> str:
     return "-" if share is None else f"{share['value']:.1f} ({share['lo']:.1f}-{share['hi']:.1f})"
 
@@ -208,7 +241,6 @@ def _pct(share: dict | None) -> str:
 def audit_table(record: dict) -> str:
     """The record's audit as a Markdown table: per CE setting, the rising tokens, the share lifted before their
     crossing, the steps gained, wrong lifts, and what held the rest (shares with 95 % intervals over problems)."""
-    from tspd.markdown import table
     n = len(record["rows"])
     rows = [[a["setting"], a["rising"], _pct(a["lifted"]), "-" if a["steps_earlier"] is None else a["steps_earlier"],
              _pct(a["wrong_lifts"]), *[_pct(a[k]) for k in REASONS]] for a in record["audit"]]
@@ -220,8 +252,11 @@ def audit_table(record: dict) -> str:
 def decode_table(record: dict) -> str:
     """The record's decode check as a Markdown table: Fast-dLLM 0.9 without CE and with each setting on the same
     problems: right answers, forwards a problem, and the forwards against no CE with its 95 % interval."""
-    from tspd.markdown import table
     rows = [["none" if d["setting"] == "none" else d["setting"], f"{d['right']} / {d['n']}", f"{d['forwards']:.1f}",
              f"{d['over_none']['value']:.3f} ({d['over_none']['lo']:.3f}-{d['over_none']['hi']:.3f})"]
             for d in record["decode"]]
     return "\n".join(table(["Fast-dLLM 0.9 + CE setting", "right", "forwards a problem", "forwards / no CE's"], rows))
+
+
+__all__ = ["AuditConfig", "REASONS", "block_audit", "prompt_rows", "summary", "sweep", "decode_check", "decode_summary",
+           "FILENAME", "path_of", "load", "save", "measure_checkpoint", "audit_table", "decode_table"]
