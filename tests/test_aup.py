@@ -138,7 +138,7 @@ def test_equal_accuracy_divides_the_sweeps_forwards_at_the_references_accuracy(t
 
 
 def test_the_premise_figure_reads_every_committed_sweep():
-    from tspd.book.dynamics import sweep_ratios
+    from tspd.book.pareto import sweep_ratios
     got = sweep_ratios()
     assert {"tiny-roster", "tiny-styled"} <= set(got)
     assert got["tiny-styled"]["lo"] > 1      # slower than Fast-dLLM at its accuracy, the whole interval
@@ -149,7 +149,7 @@ def test_a_default_gate_is_placed_only_at_equal_accuracy():
     within one; else the legend names it, unplaced (0.49 of the forwards at 0 of 100 right is no gain)."""
     import matplotlib
     matplotlib.use("Agg")
-    from tspd.book.dynamics import premise_figure
+    from tspd.measures.dynamics import premise_figure
     cell = {"value": 40.0, "lo": 39.0, "hi": 41.0}
     rec = lambda ours, fast: {"summary": {"unsure": cell, "prompts": 100, "tspd_ce_correct": ours,   # noqa: E731
                                           "fast_correct": fast,
@@ -164,7 +164,7 @@ def test_a_default_gate_is_placed_only_at_equal_accuracy():
 def test_a_gate_sweep_that_never_reaches_the_accuracy_is_named_not_placed():
     import matplotlib
     matplotlib.use("Agg")
-    from tspd.book.dynamics import premise_figure
+    from tspd.measures.dynamics import premise_figure
     cell = {"value": 40.0, "lo": 39.0, "hi": 41.0}
     rec = {"summary": {"unsure": cell, "prompts": 200, "tspd_ce_correct": 0, "fast_correct": 200}}
     never = {"value": float("inf"), "lo": float("inf"), "hi": float("inf"), "reference_accuracy": 100.0, "n": 200}

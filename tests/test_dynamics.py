@@ -90,7 +90,7 @@ def test_summary_shares_add_up_over_prompts():
 
 
 def test_the_record_is_written_and_read_back_whole(tmp_path):
-    from tspd.records import dynamics
+    from tspd.measures import dynamics
     blocks = [one_token([0.5, 0.5, 0.99], [True] * 3)]
     row = {"id": "p0", **prompt_measures(blocks, CFG), "vanilla_nfe": 4, "egp_nfe": 2, "fast_nfe": 3, "egp_same": True}
     record = {"command": "python -m tspd dynamics", "weights": "abc", "rows": [row, row], "summary": summary([row])}
@@ -120,7 +120,7 @@ def test_a_shipped_dynamics_record_reproduces_its_first_batch(name):
     a row did not depend on its batch-mates, as checked on tiny-arith and tiny-roster, and three cost a third)."""
     from tspd.measures.dynamics import OURS, measure_batch
     from tspd.models.loading import load_model, resolve_path, weights_hash
-    from tspd.records import dynamics
+    from tspd.measures import dynamics
     from tspd.tasks.generated import generated_task
     record, path = dynamics.load(name), resolve_path(name)
     assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd dynamics"

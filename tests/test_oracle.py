@@ -76,7 +76,7 @@ def test_the_committed_record_reproduces():
 
 
 def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
-    from tspd.book.dynamics import oracle_table
+    from tspd.measures.oracle import oracle_table
     record = json.loads(RECORD.read_text())
     summary = record["designs"]["styled"]["summary"]
     rows = oracle_table({"a model": {"summary": summary}})
@@ -87,7 +87,7 @@ def test_the_regime_page_table_has_every_design_the_models_and_the_targets():
 
 def test_the_status_table_of_two_token_forms_follows_the_record(tmp_path):
     """A row per design with its interval, the base design first, and "meets both" only where both targets are."""
-    from tspd.book.dynamics import shifted_table
+    from tspd.measures.oracle import shifted_table
 
     def cell(v):
         return {"value": v, "lo": v - 1, "hi": v + 1}

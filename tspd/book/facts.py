@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tspd.book import controller_table, dashboard, dynamics, headline, model_card, regime
+from tspd.book import controller_table, dashboard, headline, model_card, regime
 from tspd.book.claims import summary as claims
+from tspd.measures import dynamics, oracle
 from tspd.records import (bench_forward, bench_loop, bench_step, cache_agreement, controller_table as table_record,
                           fresh_clone, lmeval_example)
 
@@ -21,7 +22,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "claims-summary": claims.summary_table,                       # status
     "claims-decided": claims.decisive_table,                      # status
     "dynamics-table": dynamics.zoo_dynamics_table,                # status
-    "oracle-shifted": dynamics.shifted_table,                     # status
+    "oracle-shifted": oracle.shifted_table,                       # status
     "gpu-speed": bench_step.speed_table,                          # status
     "gpu-forward": bench_forward.forward_table,                   # status
     "loop-overhead": bench_loop.overhead_table,                   # status

@@ -146,4 +146,17 @@ def equal_accuracy(path: str | Path = RECORD, method: str = REFERENCE, reference
             "reference": f"{reference} {setting:g}", "reference_accuracy": 100 * float(np.mean(right, 0)[0]),
             "reference_forwards": float(np.mean(nfe, 0)[0]), "method": method, "record": str(path)}
 
-__all__ = ["RECORD", "REFERENCE", "Sweeps", "equal_accuracy", "name", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]
+
+def sweep_ratios() -> dict[str, dict]:
+    """Per model with a Pareto record (the book's ``results/pareto.json``, a training record's
+    ``results/training/*/pareto/pareto.json``): TSPD + CE's forwards at Fast-dLLM 0.9's accuracy along its gate
+    sweep, over Fast-dLLM's (:func:`equal_accuracy`): what :func:`tspd.measures.dynamics.premise_figure` places."""
+    out = {}
+    for path in [RECORD, *sorted((REPO_ROOT / "results" / "training").glob("*/pareto/pareto.json"))]:
+        got = equal_accuracy(path) if path.is_file() else None
+        if got:
+            out.setdefault(got["model"], got)
+    return out
+
+
+__all__ = ["RECORD", "REFERENCE", "Sweeps", "equal_accuracy", "sweep_ratios", "name", "record_path", "sweep_points", "sweep_aup", "record", "write", "recomputed_aups"]

@@ -30,8 +30,20 @@ the model has its controllers, TSPD + CE's forwards against Fast-dLLM's on the s
 grow with the middle it reads?).
 
 Everything is counted per prompt (:func:`prompt_measures`), so that a record is resumable prompt by prompt and
-every share has a cluster-bootstrap interval over prompts (:func:`summary`). ``python -m tspd dynamics``
-(:mod:`tspd.commands.dynamics`) keeps the record ``dynamics.json`` beside the checkpoint.
+every share has a cluster-bootstrap interval over prompts (:func:`summary`); a model with the paper's middle is held
+to :data:`TARGETS` (:func:`targets`).
+
+The record: ``python -m tspd dynamics`` (:mod:`tspd.commands.dynamics`) keeps ``dynamics.json`` beside the
+checkpoint (committed for the zoo's models, ``tspd/zoo/<name>/dynamics.json``): the command, revision, device,
+weights hash and settings, one row of counts per prompt and their summary. :func:`measure_checkpoint` writes it
+batch by batch, measuring only the problems it lacks, so an interrupted measurement resumes; :func:`load` reads it.
+
+The book (the regime page's dynamics section and the status page; beyond the paper): the shares with their 95 %
+intervals over prompts (:func:`dynamics_table`, :func:`band_table`), the targets (:func:`target_table`), what
+LLaDA-8B shows (:data:`THEIRS`: other papers' numbers, labelled as theirs), a row per zoo model
+(:func:`zoo_dynamics_table`), and one figure (:func:`premise_figure`): TSPD + CE's forwards relative to Fast-dLLM's
+against the model's right-but-unsure share. The oracle's record, beside the trained models', is read in
+:mod:`tspd.measures.oracle`.
 """
 from __future__ import annotations
 
@@ -42,16 +54,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tspd import theirs
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.controllers.egp import EGP
 from tspd.decoding.loop import generate
 from tspd.decoding.names import slug
-from tspd.models.loading import Checkpoint, load_model, task_spec, weights_hash
+from tspd.markdown import table
+from tspd.models.loading import ZOO, Checkpoint, CheckpointError, load_model, resolve_path, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
-from tspd.records import dynamics as dynamics_file
+from tspd.records.files import measure_by_batch, read_json, shown, write_rows_json
 from tspd.stats import cluster_bootstrap
 from tspd.validate import UsageError
 
+# --------------------------------------------------------------------------------------------------------------
+# What a record compares and measures, and the bounds a model with the paper's middle meets
+# --------------------------------------------------------------------------------------------------------------
 # the decodings a record compares, named as regime.json names its rows (tspd.decoding.names)
 VANILLA, FAST, OURS = slug("vanilla", sep="_"), slug("fast-dllm", sep="_"), slug("tspd", True, sep="_")
 BANDS = (0.0, 0.3, 0.6, 0.9)      # lower edges of the confidence bands: [0, .3), [.3, .6), [.6, .9), [.9, 1]
@@ -71,6 +88,14 @@ class DynamicsConfig:
     min_gain: float = 0.01     # a step is part of a rise when the confidence of the final token grows by more than this
     rise_steps: int = 3        # CE's opportunity: a crossing after a rise of at least this many steps
     bins: int = 10             # Fig. 1's equal-width confidence bins
+
+
+# What a model with the paper's Section-3 middle shows: (figure of the summary, bound, what it is). A bound is met
+# when the whole 95 % interval is above it.
+TARGETS = (("unsure", 15.0, "right but unsure, % of answer tokens"),
+           ("moved_middle", 20.0, "moved traces, % of token-steps with confidence in [0.3, 0.9)"),
+           ("flip_gap", 5.0, "Fig. 1: P_flip moved - steady within a bin, points (point >= 5, interval above 0)"),
+           ("rise_crossed", 5.0, "cross 0.9 after a rise of >= 3 steps, % of answer tokens"))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -225,6 +250,11 @@ def cluster_share(rows: list[dict], num, den, **boot) -> dict | None:
     return cluster_interval([(num(r), den(r)) for r in rows], stat, **boot)
 
 
+def _forwards_ratio(pairs: list[tuple]) -> float:
+    """sum(a) / sum(b) over (a, b) pairs of forwards (a denominator of at least 1)."""
+    return sum(a for a, _ in pairs) / max(sum(b for _, b in pairs), 1)
+
+
 def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int = 0) -> dict:
     """The record's figures from its per-prompt rows (percentages with 95 % intervals over prompts)."""
     boot = {"seed": seed}
@@ -250,27 +280,17 @@ def summary(rows: list[dict], cfg: DynamicsConfig = DynamicsConfig(), seed: int 
     out["bands"] = bands
     out["flip_gap"] = cluster_interval([np.array(r["fig1"]) for r in rows], flip_gap_of, **boot)
     if rows and "egp_nfe" in rows[0]:   # decoded by a model (tspd.measures.oracle's traces have no forwards)
-        ratio = cluster_interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows],
-                          lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1), digits=4, **boot)
+        ratio = cluster_interval([(r["egp_nfe"], r[f"{FAST}_nfe"]) for r in rows], _forwards_ratio, digits=4, **boot)
         out["oracle"] = {**{f"{k}_nfe": sum(r[f"{k}_nfe"] for r in rows) / len(rows) for k in (VANILLA, "egp", FAST)},
                          "egp_over_fast": ratio, "egp_same": sum(r["egp_same"] for r in rows)}
     if rows and f"{OURS}_nfe" in rows[0]:   # the method against Fast-dLLM on the same problems
         out[OURS] = {"nfe": sum(r[f"{OURS}_nfe"] for r in rows) / len(rows),
                      "over_fast": cluster_interval([(r[f"{OURS}_nfe"], r[f"{FAST}_nfe"]) for r in rows],
-                                            lambda ps: sum(a for a, _ in ps) / max(sum(b for _, b in ps), 1),
-                                            digits=4, **boot)}
+                                                   _forwards_ratio, digits=4, **boot)}
     for k in (VANILLA, FAST, OURS):
         if rows and f"{k}_right" in rows[0]:
             out[f"{k}_correct"] = sum(r[f"{k}_right"] for r in rows)
     return out
-
-
-# What a model with the paper's Section-3 middle shows: (figure of the summary, bound, what it is). A bound is met
-# when the whole 95 % interval is above it.
-TARGETS = (("unsure", 15.0, "right but unsure, % of answer tokens"),
-           ("moved_middle", 20.0, "moved traces, % of token-steps with confidence in [0.3, 0.9)"),
-           ("flip_gap", 5.0, "Fig. 1: P_flip moved - steady within a bin, points (point >= 5, interval above 0)"),
-           ("rise_crossed", 5.0, "cross 0.9 after a rise of >= 3 steps, % of answer tokens"))
 
 
 def targets(summary_: dict) -> list[dict]:
@@ -285,19 +305,44 @@ def targets(summary_: dict) -> list[dict]:
     return out
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The record: <checkpoint>/dynamics.json, measured batch by batch
+# --------------------------------------------------------------------------------------------------------------
+FILENAME = "dynamics.json"
+
+
+def path_of(checkpoint: str | Path | None) -> Path:
+    """The record of the checkpoint (a zoo name or a directory)."""
+    return Path(resolve_path(checkpoint)) / FILENAME
+
+
+def load(checkpoint: str | Path | None, path: str | Path | None = None) -> dict | None:
+    """The checkpoint's record (or the one at ``path``); None where it has none."""
+    try:
+        path = Path(path) if path else path_of(checkpoint)
+    except CheckpointError:
+        return None
+    return read_json(path) if path.is_file() else None
+
+
+def save(path: str | Path, record: dict) -> Path:
+    """Write the record (:func:`~tspd.records.files.write_rows_json`: its per-prompt rows one line each, about 400
+    bytes a problem)."""
+    return write_rows_json(path, record)
+
+
 def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), device: str = "cpu", command: str = "",
                        out: str | Path | None = None, log=print) -> dict:
     """The checkpoint's dynamics record (``<checkpoint>/dynamics.json``, or ``out``): the rows it lacks measured
     batch by batch on the first ``cfg.n`` problems of its task's test split, the record written after each batch
     (an interrupted run resumes; a changed weight file or setting measures every row again, and says so)."""
-    from tspd.records.files import measure_by_batch
     from tspd.tasks.generated import generated_task
     checkpoint = Checkpoint.open(model)
     spec = task_spec(checkpoint)
     if not spec:
         raise UsageError(f"{checkpoint.path} names no generated task in its config.json: the dynamics record reads "
                          "a train-lm checkpoint's own task (collect-traces reads any prompts)")
-    task, path = generated_task(spec["name"]), Path(out) if out else dynamics_file.path_of(checkpoint.path)
+    task, path = generated_task(spec["name"]), Path(out) if out else path_of(checkpoint.path)
     problems = task.load_split("test", cfg.n)
     meta = {"command": command, "git": git_revision() or "unknown", "device": device_name(device),
             "model": str(model), "weights": weights_hash(checkpoint), "task": spec["name"],
@@ -313,5 +358,142 @@ def measure_checkpoint(model: str, cfg: DynamicsConfig = DynamicsConfig(), devic
                             measure, lambda rows: {"summary": summary(rows, cfg)}, f"dynamics {model}", log)
 
 
+def dynamics_record(model: str, n: int = DynamicsConfig.n, batch: int = DynamicsConfig.batch, device: str = "cpu",
+                    as_recorded: bool = False) -> dict:
+    """The notebook's call of :func:`measure_checkpoint` (quiet): ``as_recorded``: a model that has a record keeps
+    its own settings in place of these (read back as measured, not extended to this page's n)."""
+    stored = load(model) if as_recorded else None
+    cfg = DynamicsConfig(**stored["config"]) if stored else DynamicsConfig(n=n, batch=batch)
+    return measure_checkpoint(model, cfg, device=device, command=(stored or {}).get("command") or
+                              f"python -m tspd dynamics --model {model} --n {cfg.n}", log=lambda s: None)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The book: the regime page's tables and figure, the status page's table
+# --------------------------------------------------------------------------------------------------------------
+# LLaDA-8B-Instruct on GSM8K: what other papers saw of its middle (their numbers, not measured here; tspd/reported.json)
+THEIRS = [tuple(f) for f in theirs.others("llada_dynamics")["findings"]]
+
+
+def interval_cell(v: dict | None, digits: int = 1) -> str:
+    """A figure as ``value [lo, hi]`` (its 95 % interval), empty where it is None."""
+    return "" if v is None else f"{v['value']:.{digits}f} [{v['lo']:.{digits}f}, {v['hi']:.{digits}f}]"
+
+
+def _right_answers(s: dict) -> str:
+    """Right answers of vanilla / Fast-dLLM / TSPD + CE (a dash where the record has none)."""
+    return " / ".join(str(s.get(f"{k}_correct", "-")) for k in (VANILLA, FAST, OURS))
+
+
+def dynamics_table(records: dict[str, dict]) -> list[dict]:
+    """A row per measure, a column per model: value [95 % interval over prompts]."""
+    measures = [("answer tokens (problems)", lambda s: f"{s['answer_tokens']} ({s['prompts']})"),
+                ("certain at their block's first forward, %", lambda s: interval_cell(s["certain_first"])),
+                ("right but unsure (>= 2 steps final at conf 0.5-0.9), %", lambda s: interval_cell(s["unsure"])),
+                ("cross 0.9 after a rise of >= 3 steps, %", lambda s: interval_cell(s["rise_crossed"])),
+                ("cross 0.9 after the first forward, %", lambda s: interval_cell(s["crossed"])),
+                ("moved traces, % of token-steps at conf 0.3-0.9", lambda s: interval_cell(s["moved_middle"])),
+                ("Fig. 1: P_flip moved - steady, points", lambda s: interval_cell(s["flip_gap"])),
+                ("EGP / Fast-dLLM 0.9 forwards (the oracle's headroom)",
+                 lambda s: interval_cell(s["oracle"]["egp_over_fast"], 2)),
+                ("TSPD + CE / Fast-dLLM 0.9 forwards",
+                 lambda s: interval_cell((s.get(OURS) or {}).get("over_fast"), 2)),
+                ("right answers: vanilla / Fast-dLLM / TSPD + CE", _right_answers)]
+    return [{"measure": name, **{label: get(r["summary"]) for label, r in records.items()}} for name, get in measures]
+
+
+def band_table(records: dict[str, dict]) -> list[dict]:
+    """Per model and confidence band: token-steps before commit, and how often the argmax is not the final token
+    for steady and for recently-moved traces (Fig. 1's definition; states with 4 steps of history)."""
+    return [{"model": label, "confidence": b["band"], "token-steps": b["token_steps"],
+             "steady: states": b["steady_states"], "steady: P_flip, %": interval_cell(b["steady_flip"]),
+             "moved: states": b["moved_states"], "moved: P_flip, %": interval_cell(b["moved_flip"])}
+            for label, r in records.items() for b in r["summary"]["bands"]]
+
+
+def target_table(records: dict[str, dict]) -> list[dict]:
+    """A row per target of :data:`TARGETS`, a column per model: value [interval], met or not."""
+    rows: dict[str, dict] = {}
+    for label, r in records.items():
+        for t in targets(r["summary"]):
+            row = rows.setdefault(t["target"], {"target": t["what"], "bound": f">= {t['bound']:g}"})
+            row[label] = ("-" if t["value"] is None else
+                          f"{t['value']:.1f} [{t['lo']:.1f}, {t['hi']:.1f}]") + (", met" if t["met"] else ", not met")
+    return list(rows.values())
+
+
+def premise_figure(records: dict[str, dict], sweeps: dict[str, dict]):
+    """Beyond the paper (issue 67, item 5): per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal
+    accuracy (95 % interval; below 1: the method is faster) against the share of answer tokens that are right but
+    unsure (the premise it reads). A model with a gate sweep (``sweeps``: :func:`tspd.book.pareto.sweep_ratios`, from
+    the book's Pareto records) is placed at Fast-dLLM's accuracy along it (named, not placed, where no gate of the
+    sweep reaches it); another at the default gate, whose right answers the legend gives, where they agree with
+    Fast-dLLM's within one answer; where they do not, the model is named in the legend and not placed (its forwards
+    are not at equal accuracy). An interval open at the top (the sweep short of the accuracy in some resamples) is
+    drawn to the frame with an arrow."""
+    import matplotlib.pyplot as plt
+
+    points, unplaced = [], []
+    for label, r in records.items():
+        s = r["summary"]
+        if label in sweeps:
+            q = sweeps[label]
+            how = f"at Fast-dLLM 0.9's {q['reference_accuracy']:.1f} % along the gate sweep, n = {q['n']}"
+            if q["value"] == float("inf"):   # no gate of the sweep reaches Fast-dLLM's accuracy
+                unplaced.append(f"{label} (its gate sweep never reaches Fast-dLLM 0.9's {q['reference_accuracy']:.1f} %, "
+                                f"n = {q['n']}: not placed)")
+                continue
+        elif (s.get(OURS) or {}).get("over_fast"):
+            q, ours, fast = s[OURS]["over_fast"], s.get(OURS + "_correct"), s.get(FAST + "_correct")
+            how = f"default gate; right: TSPD + CE {ours}, Fast-dLLM {fast} of {s['prompts']}"
+            if ours is None or fast is None or abs(ours - fast) > 1:
+                unplaced.append(f"{label} ({how}: not at equal accuracy, not placed; no gate sweep)")
+                continue
+        else:
+            continue
+        points.append((label, s["unsure"], q, how))
+    top = max([1.2] + [1.1 * v for _, _, q, _ in points for v in (q["value"], q["hi"]) if v < float("inf")])
+    fig, ax = plt.subplots(figsize=(8.0, 4.8))
+    for label, u, q, how in points:
+        hi = min(q["hi"], top)
+        line = ax.errorbar(u["value"], q["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
+                           yerr=[[q["value"] - q["lo"]], [hi - q["value"]]], fmt="o", capsize=3,
+                           label=f"{label} ({how})")
+        if q["hi"] > top:
+            ax.plot(u["value"], top, marker="^", color=line[0].get_color(), clip_on=False)
+    for text in unplaced:
+        ax.plot([], [], marker="x", ls="none", color="gray", label=text)
+    ax.set_ylim(0, top)
+    ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
+    ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+    ax.set_xlabel("right but unsure, % of answer tokens (vanilla traces)")
+    ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9's\nat equal accuracy")
+    ax.set_title("Does the method's gain grow with its premise? (ours, each model's own test problems)", fontsize=9,
+                 loc="left")
+    fig.tight_layout()
+    return fig
+
+
+ZOO_COLUMNS = ["model (n)", "right but unsure, %", "Fig. 1's gap, points", "rise >= 3 steps before 0.9, %",
+               "TSPD + CE / Fast-dLLM 0.9 forwards", "right: vanilla / Fast-dLLM / TSPD + CE", "record"]
+
+
+def zoo_dynamics_table() -> str:
+    """The status page's table: a row per zoo model with a dynamics record, the premise (right but unsure, Fig. 1's
+    gap, rises before 0.9) and what TSPD + CE made of it against Fast-dLLM 0.9, value [95 % interval over problems];
+    a dash where the record lacks a figure."""
+    rows = []
+    for path in sorted(ZOO.glob(f"*/{FILENAME}")):
+        s = load(path.parent.name, path)["summary"]
+        rows.append([f"`{path.parent.name}` ({s['prompts']})",
+                     *[interval_cell(s.get(k)) or "-" for k in ("unsure", "flip_gap", "rise_crossed")],
+                     interval_cell((s.get(OURS) or {}).get("over_fast"), 2) or "-", _right_answers(s),
+                     f"`{shown(path)}`"])
+    return "\n".join(table(ZOO_COLUMNS, rows))
+
+
 __all__ = ["DynamicsConfig", "BlockMeasures", "block_measures", "prompt_measures", "fig1_counts", "flip_gap_of",
-           "measure_batch", "summary", "targets", "measure_checkpoint", "BANDS", "TARGETS", "VANILLA", "FAST", "OURS"]
+           "measure_batch", "summary", "targets", "BANDS", "TARGETS", "VANILLA", "FAST", "OURS",
+           "FILENAME", "path_of", "load", "save", "measure_checkpoint", "dynamics_record",
+           "THEIRS", "interval_cell", "dynamics_table", "band_table", "target_table", "premise_figure", "ZOO_COLUMNS",
+           "zoo_dynamics_table"]

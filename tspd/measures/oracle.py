@@ -19,6 +19,10 @@ under which a token's confidence is a martingale and P(flip | confidence) cannot
 each token at a place that depends on where the long forms sit (an :class:`Aligned` group: the alignment a latent
 of its own); :func:`phrasings_layout` a generic family (each line one of M phrasings drawn with skewed odds,
 every token a function of the phrasing), the most favourable to moved traces found while designing issue 67's task.
+
+The record: ``python -m tspd oracle-dynamics`` (:mod:`tspd.commands.oracle_dynamics`) keeps every design's summary in
+:data:`ORACLE`. Its tables: :func:`oracle_table` (the regime page: each design beside the trained models' dynamics
+records) and :func:`shifted_table` (the status page: the two-token-form designs against the dynamics targets).
 """
 from __future__ import annotations
 
@@ -30,7 +34,11 @@ from math import prod
 import numpy as np
 import torch
 
-from tspd.measures.dynamics import BlockMeasures, DynamicsConfig, block_measures, prompt_measures, summary
+from tspd import markdown
+from tspd.measures.dynamics import (TARGETS, BlockMeasures, DynamicsConfig, block_measures, interval_cell,
+                                    prompt_measures, summary)
+from tspd.provenance import REPO_ROOT
+from tspd.records.files import read_json, shown
 
 
 @dataclass(frozen=True)
@@ -290,5 +298,46 @@ def designs(n: int, header: int, tail: int) -> dict[str, tuple[list[Layout], int
     return out
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The record (python -m tspd oracle-dynamics) and its tables
+# --------------------------------------------------------------------------------------------------------------
+ORACLE = REPO_ROOT / "results" / "training" / "oracle" / "oracle.json"   # python -m tspd oracle-dynamics
+
+
+def oracle_table(measured: dict[str, dict], path=ORACLE) -> list[dict]:
+    """The oracle record's designs (what a perfectly learned model shows on each task's data) beside the trained
+    models of ``measured`` (their dynamics records): a row each, the certain share and the four targets, value
+    [95 % interval]."""
+    record = read_json(path)
+    rows = [(f"oracle: {name}", d["summary"], f"{record['n']} answers") for name, d in record["designs"].items()]
+    rows += [(f"trained: {label}", r["summary"], f"{r['summary']['prompts']} problems") for label, r in measured.items()]
+    cols = {"unsure": "right but unsure, %", "moved_middle": "moved, % of the middle", "flip_gap": "Fig. 1's gap, points",
+            "rise_crossed": "rise >= 3 before 0.9, %"}
+    out = [{"decoded": name, "n": n, "certain at first forward, %": interval_cell(s["certain_first"]),
+            **{cols[k]: interval_cell(s[k]) for k in cols}} for name, s, n in rows]
+    bound = {key: f">= {b:g}" for key, b, _ in TARGETS}
+    return out + [{"decoded": "target", "n": "", "certain at first forward, %": "", **{cols[k]: bound[k] for k in cols}}]
+
+
+def shifted_table(path=ORACLE) -> str:
+    """The status page's table of the oracle's two-token-form designs (:data:`SHIFTED`): their moved traces and
+    rises before 0.9 beside the ``leaning`` design's, against the dynamics targets."""
+    from tspd.tasks import leaning
+    record = read_json(path)
+    bound = {key: b for key, b, _ in TARGETS}
+    base = f"styled, odds {leaning.P_PLAIN} / {leaning.P_MIXED_FIRST}"
+    names = [base] + [name for name, _, _ in SHIFTED if name in record["designs"]]
+    rows = []
+    for name in names:
+        s = record["designs"][name]["summary"]
+        both = all(s[k]["value"] >= bound[k] for k in ("moved_middle", "rise_crossed"))
+        rows.append([f"`leaning` ({name})" if name == base else name, interval_cell(s["moved_middle"]),
+                     interval_cell(s["rise_crossed"]), "yes" if both else "no"])
+    header = [f"oracle design (n = {record['n']} answers each)", f"moved traces, % of the middle (target >= "
+              f"{bound['moved_middle']:g})", f"rise before 0.9, % (target >= {bound['rise_crossed']:g})", "meets both"]
+    return "\n".join(markdown.table(header, rows + [["record", f"`{shown(path)}`", "", ""]]))
+
+
 __all__ = ["Group", "Aligned", "permutations", "sums", "styles", "Layout", "styled_layout", "roster_layout",
-           "shifted_layout", "phrasings_layout", "decode", "measure", "ODDS", "SHIFTED", "designs"]
+           "shifted_layout", "phrasings_layout", "decode", "measure", "ODDS", "SHIFTED", "designs", "ORACLE",
+           "oracle_table", "shifted_table"]

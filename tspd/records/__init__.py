@@ -13,7 +13,6 @@ module                                 written by                               
 :mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
 :mod:`~tspd.records.bench_forward`     ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
 :mod:`~tspd.records.regime`            ``python -m tspd regime``                       ``<checkpoint>/regime.json``
-:mod:`~tspd.records.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
 :mod:`~tspd.records.training_md`       ``python -m tspd train-lm``, ``regime``         ``<checkpoint>/TRAINING.md``
@@ -22,10 +21,11 @@ module                                 written by                               
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
 :mod:`tspd.book.claims.store`          each claim notebook's verdict cell              ``results/claims/<notebook>.json``
 :mod:`tspd.book.lookahead`             the Figure 3 and 4 notebooks                    ``results/variants/lookahead-<key>.pt``
+:mod:`tspd.measures.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
 :mod:`tspd.measures.ce_audit`          ``python -m tspd ce-audit``                     ``<checkpoint>/ce_audit.json``
 =====================================  ==============================================  =========================================
 
-The last four keep their owners elsewhere (each is the one module that reads and writes its files; an
+The last five keep their owners elsewhere (each is the one module that reads and writes its files; an
 experiment's record lives in its experiment's module, beside what it measures and its tables).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
@@ -57,7 +57,6 @@ OWNERS = {
     "bench step": Owner("tspd.records.bench_step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
     "bench forward": Owner("tspd.records.bench_forward", ('/ "forward"',), callers=("tspd.commands.bench_forward",)),
     "regime": Owner("tspd.records.regime", ('"regime.json"',), callers=("tspd.measures.regime",)),
-    "dynamics": Owner("tspd.records.dynamics", ('"dynamics.json"',), callers=("tspd.measures.dynamics",)),
     "train-lm evals": Owner("tspd.records.train_lm_evals", ('"evals.json"',), callers=("tspd.training.lm.evaluation",)),
     "train-lm probes": Owner("tspd.records.train_lm_probes", ('"probes.json"',),
                              callers=("tspd.training.lm.evaluation",)),
@@ -68,5 +67,6 @@ OWNERS = {
     "pareto": Owner("tspd.book.pareto", ('"pareto.json"',), ("write",)),
     "claims": Owner("tspd.book.claims.store", ('/ "claims"',), ("report",)),
     "lookahead": Owner("tspd.book.lookahead", ('"lookahead-',), ("lookahead",)),
+    "dynamics": Owner("tspd.measures.dynamics", ('"dynamics.json"',)),   # written by its own measure_checkpoint
     "ce audit": Owner("tspd.measures.ce_audit", ('"ce_audit.json"',)),   # written by its own measure_checkpoint
 }
