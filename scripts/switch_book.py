@@ -49,7 +49,8 @@ def staged_parts(name: str) -> list[tuple[str, str]]:
     from tspd.book.claims.store import CLAIMS_DIR
     from tspd.records.runs import RUNS_DIR
     from tspd.provenance import REPO_ROOT
-    from tspd.records import cache_agreement, controller_table
+    from tspd.measures import cache_agreement
+    from tspd.records import controller_table
     from tspd.training.variants import DEFAULT_DIR as VARIANTS
     stage = Path("results", "staging", name)
     table, agreement = controller_table.PATH, cache_agreement.PATH

@@ -1,9 +1,9 @@
-"""tspd.eval.cache_agreement: where a cached run parts from its no-cache twin."""
+"""tspd.measures.cache_agreement: where a cached run parts from its no-cache twin."""
 from __future__ import annotations
 
 import torch
 
-from tspd.eval.cache_agreement import final_tokens, first_parting, summarise
+from tspd.measures.cache_agreement import final_tokens, first_parting, summarise
 from tspd.decoding.loop import Trace
 
 L = 4
@@ -58,7 +58,7 @@ def test_summary_counts_near_ties():
 
 
 def test_lost_and_gained_answers_and_the_kinds_of_fault_lost():
-    from tspd.eval.cache_agreement_table import changed
+    from tspd.measures.cache_agreement import changed
     rows = [dict(correct_no_cache=True, correct=False, fault="day 7: 8 hours, not 9"),
             dict(correct_no_cache=True, correct=False, fault="day 4: 12 hours, not 13"),
             dict(correct_no_cache=True, correct=False, fault="1 line(s) after day 6"),
@@ -68,7 +68,7 @@ def test_lost_and_gained_answers_and_the_kinds_of_fault_lost():
 
 
 def test_the_table_names_what_was_lost_only_where_the_rows_know():
-    from tspd.records.cache_agreement import markdown
+    from tspd.measures.cache_agreement import markdown
     row = dict(policy="vanilla", cache="prefix", n=100, same_answer=0.5, same_answer_95=(0.4, 0.6), same_text=0.5,
                parted=50, near_tie=0, median_step_in_block=3, median_shift=0.0, median_slack=0.01)
     assert "lost" not in markdown(dict(rows=[row]))

@@ -13,12 +13,12 @@ import json
 import pytest
 
 from tspd.book import controller_table
-from tspd.eval import cache_agreement_table
 from tspd.eval.experiments import RunConfig, load_result
 from tspd.models.loaded import get_model
 from tspd.provenance import REPO_ROOT
 from tspd.tasks.generated import trained_task
-from tspd.records import cache_agreement as agreement_record, controller_table as table_record
+from tspd.measures import cache_agreement as agreement_record
+from tspd.records import controller_table as table_record
 
 TABLE = table_record.runs_dir()   # the table's runs (tspd.eval.experiments files)
 
@@ -47,7 +47,7 @@ def test_controller_table_is_the_summary_of_its_runs():
 
 
 def test_cache_agreement_rows_are_reproduced():
-    agreement = cache_agreement_table
+    agreement = agreement_record
     rows = {(r["policy"], r["cache"], r["id"]): r for r in stored_rows()}
     name = agreement_record.load().model   # the model it was measured on
     model, task = get_model(name, "cpu", None), trained_task(name)

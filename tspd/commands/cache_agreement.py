@@ -1,20 +1,19 @@
 """``python -m tspd cache-agreement``: where cached decodings part from their no-cache twin, per stateless
-controller and cache, on an embedded model, resumable (:mod:`tspd.eval.cache_agreement_table`)."""
+controller and cache, on an embedded model, resumable (:mod:`tspd.measures.cache_agreement`)."""
 from __future__ import annotations
 
 import argparse
 import shlex
 from pathlib import Path
 
-from tspd.eval.cache_agreement_table import measure
+from tspd.measures.cache_agreement import PATH, load_dict, markdown, measure
 from tspd.models.loading import DEFAULT_MODEL
-from tspd.records import cache_agreement as record
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--model", default=DEFAULT_MODEL, help="embedded model name or checkpoint directory (train-lm)")
     ap.add_argument("--n", type=int, default=500, help="held-out test problems of the model's task")
-    ap.add_argument("--out", default=str(record.PATH), help="summary JSON (its rows: <out>.samples.jsonl)")
+    ap.add_argument("--out", default=str(PATH), help="summary JSON (its rows: <out>.samples.jsonl)")
     ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
 
 
@@ -27,8 +26,8 @@ def _command_line(args: argparse.Namespace) -> str:
 def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.markdown:
-        print(record.markdown(record.load_dict(out)))
+        print(markdown(load_dict(out)))
         return 0
     result = measure(args.model, args.n, out, _command_line(args))
-    print(record.markdown(result))
+    print(markdown(result))
     return 0

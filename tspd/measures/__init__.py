@@ -8,9 +8,11 @@ An experiment is one module: what it measures, its record (path, load, save) and
 - :mod:`tspd.measures.ce_audit`: does CE lift the tokens that rise (Section 3.3), ``<checkpoint>/ce_audit.json``,
   and its tables;
 - :mod:`tspd.measures.oracle`: the dynamics measures on a task's exact posterior (no model),
-  ``results/training/oracle/oracle.json``, and its tables.
+  ``results/training/oracle/oracle.json``, and its tables;
+- :mod:`tspd.measures.cache_agreement`: where a KV-cached decoding parts from its no-cache twin (paper Table 4),
+  ``results/cache_agreement.json`` and its per-problem rows, and its table.
 
 They read only the layers below (models, tasks, decoding, records): ``train-lm`` logs the regime figures along
-its learning curve, the ``regime``, ``dynamics``, ``ce-audit`` and ``oracle-dynamics`` commands write the records,
-the book draws them.
+its learning curve, the ``regime``, ``dynamics``, ``ce-audit``, ``oracle-dynamics`` and ``cache-agreement`` commands
+write the records, the book draws them.
 """

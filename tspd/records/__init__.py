@@ -5,8 +5,6 @@ module                                 written by                               
 =====================================  ==============================================  =========================================
 :mod:`~tspd.records.controller_table`  ``python -m tspd controller-table``             ``results/embedded_controllers.json``,
                                                                                        its runs in ``results/controller_table/``
-:mod:`~tspd.records.cache_agreement`   ``python -m tspd cache-agreement``              ``results/cache_agreement.json``,
-                                                                                       ``results/cache_agreement.samples.jsonl``
 :mod:`~tspd.records.lmeval_example`    ``python -m tspd lmeval-example``               ``results/lmeval_example.json``
 :mod:`~tspd.records.fresh_clone`       ``bash scripts/time_fresh_clone.sh``            ``results/fresh_clone.json``
 :mod:`~tspd.records.bench_loop`        ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
@@ -23,9 +21,11 @@ module                                 written by                               
 :mod:`tspd.book.lookahead`             the Figure 3 and 4 notebooks                    ``results/variants/lookahead-<key>.pt``
 :mod:`tspd.measures.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
 :mod:`tspd.measures.ce_audit`          ``python -m tspd ce-audit``                     ``<checkpoint>/ce_audit.json``
+:mod:`tspd.measures.cache_agreement`   ``python -m tspd cache-agreement``              ``results/cache_agreement.json``,
+                                                                                       ``results/cache_agreement.samples.jsonl``
 =====================================  ==============================================  =========================================
 
-The last five keep their owners elsewhere (each is the one module that reads and writes its files; an
+The last six keep their owners elsewhere (each is the one module that reads and writes its files; an
 experiment's record lives in its experiment's module, beside what it measures and its tables).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
@@ -48,8 +48,6 @@ class Owner:
 OWNERS = {
     "controller table": Owner("tspd.records.controller_table", ('"embedded_controllers.json"', '"controller_table"'),
                               callers=("tspd.book.controller_table",)),
-    "cache agreement": Owner("tspd.records.cache_agreement", ('"cache_agreement.json"', '".samples.jsonl"'),
-                             callers=("tspd.eval.cache_agreement_table",)),
     "lm-eval example": Owner("tspd.records.lmeval_example", ('"lmeval_example.json"',),
                              callers=("tspd.commands.lmeval_example",)),
     "fresh clone": Owner("tspd.records.fresh_clone", ('"fresh_clone.json"',), callers=("scripts/time_fresh_clone.sh",)),
@@ -69,4 +67,6 @@ OWNERS = {
     "lookahead": Owner("tspd.book.lookahead", ('"lookahead-',), ("lookahead",)),
     "dynamics": Owner("tspd.measures.dynamics", ('"dynamics.json"',)),   # written by its own measure_checkpoint
     "ce audit": Owner("tspd.measures.ce_audit", ('"ce_audit.json"',)),   # written by its own measure_checkpoint
+    "cache agreement": Owner("tspd.measures.cache_agreement",   # written by its own measure
+                             ('"cache_agreement.json"', '".samples.jsonl"')),
 }
