@@ -1,5 +1,5 @@
 """The README's lm-eval example: its numbers (results/lmeval_example.json, written into the README by
-tspd.records.lmeval_example.example_table) must be what a fresh run of the README's command gives."""
+tspd.measures.lmeval_example.example_table) must be what a fresh run of the README's command gives."""
 from __future__ import annotations
 
 import json
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from tspd.eval.lmeval_example import Example
 from tspd.models.loading import checkpoint_task
 from tspd.provenance import REPO_ROOT
-from tspd.records import lmeval_example
+from tspd.measures import lmeval_example
+from tspd.measures.lmeval_example import Example
 
 pytest.importorskip("lm_eval")
 

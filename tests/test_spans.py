@@ -13,8 +13,8 @@ import pytest
 from tspd.book import facts, spans
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.provenance import REPO_ROOT
-from tspd.measures import cache_agreement
-from tspd.records import controller_table, fresh_clone, lmeval_example
+from tspd.measures import cache_agreement, lmeval_example
+from tspd.records import controller_table, fresh_clone
 
 REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
     "README.md": {"fresh-clone-times", "headline"},

@@ -7,9 +7,8 @@ from typing import Callable
 
 from tspd.book import controller_table, dashboard, headline, model_card, regime
 from tspd.book.claims import summary as claims
-from tspd.measures import cache_agreement, dynamics, oracle
-from tspd.records import (bench_forward, bench_loop, bench_step, controller_table as table_record, fresh_clone,
-                          lmeval_example)
+from tspd.measures import cache_agreement, dynamics, lmeval_example, oracle
+from tspd.records import bench_forward, bench_loop, bench_step, controller_table as table_record, fresh_clone
 
 FACTS: dict[str, Callable[[], str]] = {
     "headline": headline.headline_table,                          # README, status

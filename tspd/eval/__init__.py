@@ -6,5 +6,4 @@ code in: :mod:`tspd.tasks`, :mod:`tspd.sandbox`).
 - :mod:`tspd.eval.results`: the rows file, its summary and throughput (paper Appendix A.1)
 - :mod:`tspd.eval.shard`: splitting a run over torchrun / accelerate processes
 - :mod:`tspd.eval.experiments`: ``RunConfig`` and the run registry the notebooks share
-- :mod:`tspd.eval.lmeval_example`: ``python -m tspd lmeval-example``, the README's lm-eval example
 """

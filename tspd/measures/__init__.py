@@ -10,9 +10,11 @@ An experiment is one module: what it measures, its record (path, load, save) and
 - :mod:`tspd.measures.oracle`: the dynamics measures on a task's exact posterior (no model),
   ``results/training/oracle/oracle.json``, and its tables;
 - :mod:`tspd.measures.cache_agreement`: where a KV-cached decoding parts from its no-cache twin (paper Table 4),
-  ``results/cache_agreement.json`` and its per-problem rows, and its table.
+  ``results/cache_agreement.json`` and its per-problem rows, and its table;
+- :mod:`tspd.measures.lmeval_example`: the README's lm-eval example, its three commands run and timed,
+  ``results/lmeval_example.json``, and its table.
 
 They read only the layers below (models, tasks, decoding, records): ``train-lm`` logs the regime figures along
-its learning curve, the ``regime``, ``dynamics``, ``ce-audit``, ``oracle-dynamics`` and ``cache-agreement`` commands
-write the records, the book draws them.
+its learning curve, the ``regime``, ``dynamics``, ``ce-audit``, ``oracle-dynamics``, ``cache-agreement`` and
+``lmeval-example`` commands write the records, the book draws them.
 """

@@ -5,7 +5,6 @@ module                                 written by                               
 =====================================  ==============================================  =========================================
 :mod:`~tspd.records.controller_table`  ``python -m tspd controller-table``             ``results/embedded_controllers.json``,
                                                                                        its runs in ``results/controller_table/``
-:mod:`~tspd.records.lmeval_example`    ``python -m tspd lmeval-example``               ``results/lmeval_example.json``
 :mod:`~tspd.records.fresh_clone`       ``bash scripts/time_fresh_clone.sh``            ``results/fresh_clone.json``
 :mod:`~tspd.records.bench_loop`        ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
 :mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
@@ -23,9 +22,10 @@ module                                 written by                               
 :mod:`tspd.measures.ce_audit`          ``python -m tspd ce-audit``                     ``<checkpoint>/ce_audit.json``
 :mod:`tspd.measures.cache_agreement`   ``python -m tspd cache-agreement``              ``results/cache_agreement.json``,
                                                                                        ``results/cache_agreement.samples.jsonl``
+:mod:`tspd.measures.lmeval_example`    ``python -m tspd lmeval-example``               ``results/lmeval_example.json``
 =====================================  ==============================================  =========================================
 
-The last six keep their owners elsewhere (each is the one module that reads and writes its files; an
+The last seven keep their owners elsewhere (each is the one module that reads and writes its files; an
 experiment's record lives in its experiment's module, beside what it measures and its tables).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
@@ -48,8 +48,6 @@ class Owner:
 OWNERS = {
     "controller table": Owner("tspd.records.controller_table", ('"embedded_controllers.json"', '"controller_table"'),
                               callers=("tspd.book.controller_table",)),
-    "lm-eval example": Owner("tspd.records.lmeval_example", ('"lmeval_example.json"',),
-                             callers=("tspd.commands.lmeval_example",)),
     "fresh clone": Owner("tspd.records.fresh_clone", ('"fresh_clone.json"',), callers=("scripts/time_fresh_clone.sh",)),
     "bench loop": Owner("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"'), callers=("tspd.commands.bench_loop",)),
     "bench step": Owner("tspd.records.bench_step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
@@ -69,4 +67,6 @@ OWNERS = {
     "ce audit": Owner("tspd.measures.ce_audit", ('"ce_audit.json"',)),   # written by its own measure_checkpoint
     "cache agreement": Owner("tspd.measures.cache_agreement",   # written by its own measure
                              ('"cache_agreement.json"', '".samples.jsonl"')),
+    "lm-eval example": Owner("tspd.measures.lmeval_example", ('"lmeval_example.json"',),
+                             callers=("tspd.commands.lmeval_example",)),
 }

@@ -1,5 +1,4 @@
-"""Run the README's lm-eval example on an embedded model and keep what it measured
-(:mod:`tspd.records.lmeval_example`; the command: ``python -m tspd lmeval-example``, :mod:`tspd.commands.lmeval_example`).
+"""Run the README's lm-eval example on an embedded model and keep what it measured.
 
 The README's "Evaluating with lm-evaluation-harness" section shows three commands that decode the same
 50 problems of the model's own task (``arith``: lm-eval task ``tspd_arith``) with Fast-dLLM at threshold
@@ -7,6 +6,10 @@ The README's "Evaluating with lm-evaluation-harness" section shows three command
 eval``. This runs the three, each in a fresh process, and stores per command its accuracy, mean NFE, TPF
 and wall time, with the machine and the thread count. ``--model`` is an embedded model trained on a
 generated task whose lm-eval task ``tspd_<task>`` ships in ``tspd/eval/lmeval/tasks/``.
+
+The record: ``python -m tspd lmeval-example`` (:mod:`tspd.commands.lmeval_example`) writes
+``results/lmeval_example.json`` (:class:`LmevalExample`: per command, a :class:`CommandRun`); :func:`load` reads it,
+:func:`save` writes one. Its table: :func:`example_table`.
 """
 from __future__ import annotations
 
@@ -15,11 +18,13 @@ import os
 import subprocess
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tspd.markdown import table as markdown_table
 from tspd.models.loading import DEFAULT_MODEL, checkpoint_task
 from tspd.provenance import REPO_ROOT
-from tspd.records import lmeval_example as record
+from tspd.records.files import read_json, write_json
 
 LIMIT = 50
 
@@ -39,6 +44,42 @@ class Example:
                                     "add it beside tspd_arith")
 
 
+# --------------------------------------------------------------------------------------------------------------
+# What the example measures, per command: the record's schema
+# --------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CommandRun:
+    """One command of the example and what it measured."""
+    command: str
+    accuracy: float
+    nfe: float
+    tpf: float | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class LmevalExample:
+    limit: int
+    model_args: str
+    threads: int
+    device: str
+    date: str
+    command: str
+    load_average: float
+    runs: dict[str, CommandRun]
+
+    @property
+    def model(self) -> str:
+        """The checkpoint the commands decoded (``pretrained=`` of the model arguments)."""
+        return dict(kv.split("=", 1) for kv in self.model_args.split(","))["pretrained"]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The example: the README's three commands, each run in a fresh process, and the numbers each wrote
+# --------------------------------------------------------------------------------------------------------------
 def commands(ex: Example, out: Path, threads: int) -> dict[str, list[str]]:
     """The README's three commands (output paths under ``out``)."""
     bin_ = REPO_ROOT / ".venv" / "bin"
@@ -68,7 +109,7 @@ def eval_numbers(ex: Example, out: Path) -> dict:
     return {"accuracy": summary["accuracy"], "nfe": summary["nfe_mean"], "tpf": summary.get("tpf")}
 
 
-def run_example(ex: Example, threads: int) -> record.LmevalExample:
+def run_example(ex: Example, threads: int) -> LmevalExample:
     import torch
 
     from tspd.provenance import device_name
@@ -87,5 +128,43 @@ def run_example(ex: Example, threads: int) -> record.LmevalExample:
             seconds = time.perf_counter() - start
             numbers = eval_numbers(ex, out) if name == "tspd eval" else harness_numbers(ex, out / name)
             shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)).replace(str(out), "OUT")
-            runs[name] = record.CommandRun(command=shown, **numbers, seconds=round(seconds, 1))
-        return record.LmevalExample(**meta, runs=runs)
+            runs[name] = CommandRun(command=shown, **numbers, seconds=round(seconds, 1))
+        return LmevalExample(**meta, runs=runs)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The record: results/lmeval_example.json
+# --------------------------------------------------------------------------------------------------------------
+PATH = REPO_ROOT / "results" / "lmeval_example.json"
+SHOWN = "results/lmeval_example.json"   # as the README cites it
+
+
+def from_dict(data: dict) -> LmevalExample:
+    return LmevalExample(**{**data, "runs": {name: CommandRun(**r) for name, r in data["runs"].items()}})
+
+
+def load(path: str | Path | None = None) -> LmevalExample:
+    return from_dict(read_json(path or PATH))
+
+
+def save(record: LmevalExample, path: str | Path | None = None) -> Path:
+    return write_json(path or PATH, record.to_dict())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The record's table
+# --------------------------------------------------------------------------------------------------------------
+def example_table(rec: LmevalExample | None = None) -> str:
+    """The example's three commands, a row each (accuracy, NFE and TPF a problem, wall time), and the record."""
+    rec = rec or load()
+    rows = [[f"`{name}`", f"{r.accuracy:.2f}", f"{r.nfe:.2f}", "-" if r.tpf is None else f"{r.tpf:.1f}",
+             f"{r.seconds:.1f}"] for name, r in rec.runs.items()]
+    rows.append(["record", f"`{SHOWN}` (`{rec.command}`; 1-minute load average {rec.load_average} from other work)",
+                 "", "", ""])
+    header = [f"command (`{rec.model}`, {rec.limit} problems)", "accuracy", "NFE a problem", "TPF",
+              f"seconds ({rec.device}, {rec.date})"]
+    return "\n".join(markdown_table(header, rows))
+
+
+__all__ = ["LIMIT", "Example", "CommandRun", "LmevalExample", "commands", "harness_numbers", "eval_numbers",
+           "run_example", "PATH", "SHOWN", "from_dict", "load", "save", "example_table"]
