@@ -45,12 +45,11 @@ def staged_parts(name: str) -> list[tuple[str, str]]:
     """(staged path, the book's path), relative to the repository, of every record the staging of NAME holds, in
     the order they move (the runs last: the staging keeps the variants inside them). Each record's module names
     its own path."""
-    from tspd.book import pareto
+    from tspd.book import controller_table, pareto
     from tspd.book.claims.store import CLAIMS_DIR
     from tspd.records.runs import RUNS_DIR
     from tspd.provenance import REPO_ROOT
     from tspd.measures import cache_agreement
-    from tspd.records import controller_table
     from tspd.training.variants import DEFAULT_DIR as VARIANTS
     stage = Path("results", "staging", name)
     table, agreement = controller_table.PATH, cache_agreement.PATH

@@ -8,10 +8,10 @@ import pytest
 
 from tspd import cli
 from tspd.book import controller_table
+from tspd.book import controller_table as record   # the record's tables (same module)
 from tspd.commands import controller_table as command
 from tspd.decoding.controllers import make_controller
 from tspd.eval.experiments import RunConfig, RunResult
-from tspd.records import controller_table as record
 from tspd.validate import UsageError
 
 from conftest import TEST_MODEL

@@ -12,9 +12,9 @@ from tspd import records
 from tspd.cli import COMMANDS
 from tspd.models.loading import ZOO
 from tspd.provenance import REPO_ROOT
+from tspd.book import controller_table
 from tspd.measures import cache_agreement, lmeval_example
-from tspd.records import (bench_forward, bench_loop, bench_step, controller_table, fresh_clone, regime, train_lm_evals,
-                          train_lm_probes)
+from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone, regime, train_lm_evals, train_lm_probes
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.records.files import write_json
 

@@ -10,11 +10,11 @@ import shutil
 
 import pytest
 
-from tspd.book import facts, spans
+from tspd.book import controller_table, facts, spans
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.provenance import REPO_ROOT
 from tspd.measures import cache_agreement, lmeval_example
-from tspd.records import controller_table, fresh_clone
+from tspd.records import fresh_clone
 
 REQUIRED = {   # the spans each page must keep (a removed marker would silently end the check)
     "README.md": {"fresh-clone-times", "headline"},

@@ -13,12 +13,12 @@ import json
 import pytest
 
 from tspd.book import controller_table
+from tspd.book import controller_table as table_record   # the record's reader and tables (same module)
 from tspd.eval.experiments import RunConfig, load_result
 from tspd.models.loaded import get_model
 from tspd.provenance import REPO_ROOT
 from tspd.tasks.generated import trained_task
 from tspd.measures import cache_agreement as agreement_record
-from tspd.records import controller_table as table_record
 
 TABLE = table_record.runs_dir()   # the table's runs (tspd.eval.experiments files)
 

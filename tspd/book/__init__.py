@@ -9,7 +9,8 @@
 - :mod:`tspd.book.loop_speed`: the committed ``bench-loop`` results, as the step-speed page shows them
 - :mod:`tspd.book.facts`, :mod:`tspd.book.spans`: which table each marked span of the pages holds (each table
   beside its experiment's record), and their one rewriter (``python -m tspd fill-records``)
-- :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the controller table (book/controllers.md)
+- :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the controller table (book/controllers.md):
+  the experiment, its record ``results/embedded_controllers.json`` and its tables
 """
 from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
                                 method_config, paper_model, paper_rows, pareto_front, progress_bar, provenance, results_dir,

@@ -8,14 +8,14 @@ from typing import Callable
 from tspd.book import controller_table, dashboard, headline, model_card, regime
 from tspd.book.claims import summary as claims
 from tspd.measures import cache_agreement, dynamics, lmeval_example, oracle
-from tspd.records import bench_forward, bench_loop, bench_step, controller_table as table_record, fresh_clone
+from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone
 
 FACTS: dict[str, Callable[[], str]] = {
     "headline": headline.headline_table,                          # README, status
     "status-dashboard": dashboard.zoo_table,                      # status
     "model-accuracy": model_card.model_table,                     # intro, status
     "regime-targets": regime.targets_table,                       # intro, status
-    "controller-overview": table_record.overview_table,           # intro, status
+    "controller-overview": controller_table.overview_table,       # intro, status
     "controller-comparisons": controller_table.comparisons_table,  # controllers
     "cache-agreement": cache_agreement.agreement_table,           # controllers
     "claims-summary": claims.summary_table,                       # status

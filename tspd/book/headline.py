@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from tspd import markdown
 from tspd.decoding.names import display_name
-from tspd.records import bench_step, controller_table
+from tspd.book import controller_table
+from tspd.records import bench_step
 from tspd.records.files import shown
 
 DECODINGS = (("vanilla", False, "none"), ("fast-dllm", False, "none"), ("tspd", True, "none"), ("tspd", True, "dual"))

@@ -6,11 +6,10 @@ import argparse
 import shlex
 from pathlib import Path
 
-from tspd.book.controller_table import CACHES, CONTROLLERS, make_table, table_configs
+from tspd.book.controller_table import CACHES, CONTROLLERS, PATH, console, load_dict, make_table, markdown, table_configs
 from tspd.decoding.config import DecodeConfig
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.options import add_dataclass_arguments
-from tspd.records import controller_table as record
 from tspd.validate import UsageError
 
 
@@ -23,7 +22,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--controllers", default=",".join(CONTROLLERS), help="comma-separated controllers")
     ap.add_argument("--caches", default=",".join(CACHES), help="comma-separated cache modes")
     ap.add_argument("--ce", default="off,on", help="comma-separated: CE off, on or both")
-    ap.add_argument("--out", default=str(record.PATH), help="the table; the runs go to controller_table/ beside it")
+    ap.add_argument("--out", default=str(PATH), help="the table; the runs go to controller_table/ beside it")
     ap.add_argument("--markdown", action="store_true", help="print the stored table as Markdown and exit")
 
 
@@ -38,11 +37,11 @@ def _command_line(args: argparse.Namespace) -> str:
 def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.markdown:
-        print(record.markdown(record.load_dict(out)))
+        print(markdown(load_dict(out)))
         return 0
     if args.n < 1 or args.batch_size < 1:
         raise UsageError("--n and --batch-size must be >= 1")
     table = make_table(table_configs(args), out, model=args.model, n=args.n, batch_size=args.batch_size,
                        command=_command_line(args), log=lambda s: print(s, flush=True))
-    print(record.console(table))
+    print(console(table))
     return 0

@@ -3,8 +3,6 @@
 =====================================  ==============================================  =========================================
 module                                 written by                                      file(s)
 =====================================  ==============================================  =========================================
-:mod:`~tspd.records.controller_table`  ``python -m tspd controller-table``             ``results/embedded_controllers.json``,
-                                                                                       its runs in ``results/controller_table/``
 :mod:`~tspd.records.fresh_clone`       ``bash scripts/time_fresh_clone.sh``            ``results/fresh_clone.json``
 :mod:`~tspd.records.bench_loop`        ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
 :mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
@@ -15,6 +13,8 @@ module                                 written by                               
 :mod:`~tspd.records.training_md`       ``python -m tspd train-lm``, ``regime``         ``<checkpoint>/TRAINING.md``
 :mod:`~tspd.records.runs`              ``python -m tspd eval`` and the notebooks       ``results/runs/`` (a notebook's
                                                                                        ``results_dir``)
+:mod:`tspd.book.controller_table`      ``python -m tspd controller-table``             ``results/embedded_controllers.json``,
+                                                                                       its runs in ``results/controller_table/``
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
 :mod:`tspd.book.claims.store`          each claim notebook's verdict cell              ``results/claims/<notebook>.json``
 :mod:`tspd.book.lookahead`             the Figure 3 and 4 notebooks                    ``results/variants/lookahead-<key>.pt``
@@ -25,7 +25,7 @@ module                                 written by                               
 :mod:`tspd.measures.lmeval_example`    ``python -m tspd lmeval-example``               ``results/lmeval_example.json``
 =====================================  ==============================================  =========================================
 
-The last seven keep their owners elsewhere (each is the one module that reads and writes its files; an
+The last eight keep their owners elsewhere (each is the one module that reads and writes its files; an
 experiment's record lives in its experiment's module, beside what it measures and its tables).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
@@ -46,8 +46,6 @@ class Owner:
 
 
 OWNERS = {
-    "controller table": Owner("tspd.records.controller_table", ('"embedded_controllers.json"', '"controller_table"'),
-                              callers=("tspd.book.controller_table",)),
     "fresh clone": Owner("tspd.records.fresh_clone", ('"fresh_clone.json"',), callers=("scripts/time_fresh_clone.sh",)),
     "bench loop": Owner("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"'), callers=("tspd.commands.bench_loop",)),
     "bench step": Owner("tspd.records.bench_step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
@@ -60,6 +58,8 @@ OWNERS = {
                            ("tspd.training.lm.outputs", "tspd.training.train_lm", "tspd.commands.regime")),
     "runs": Owner("tspd.records.runs", ('/ "runs"',), ("write_sidecar", "retire", "move"),
                   ("tspd.eval.experiments", "scripts/switch_book.py")),
+    "controller table": Owner("tspd.book.controller_table",   # written by its own make_table
+                              ('"embedded_controllers.json"', '"controller_table"')),
     "pareto": Owner("tspd.book.pareto", ('"pareto.json"',), ("write",)),
     "claims": Owner("tspd.book.claims.store", ('/ "claims"',), ("report",)),
     "lookahead": Owner("tspd.book.lookahead", ('"lookahead-',), ("lookahead",)),
