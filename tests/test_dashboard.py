@@ -1,7 +1,7 @@
 """The status page's zoo table: a row per model with a regime record, its figures from that record, LLaDA's last."""
 from tspd.book import dashboard
 from tspd.measures.regime import targets
-from tspd.records import regime as regime_file
+from tspd.measures import regime as regime_file
 
 
 def test_a_row_per_model_with_a_regime_record_and_llada_last():

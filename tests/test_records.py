@@ -13,8 +13,8 @@ from tspd.cli import COMMANDS
 from tspd.models.loading import ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.book import controller_table
-from tspd.measures import cache_agreement, lmeval_example
-from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone, regime, train_lm_evals, train_lm_probes
+from tspd.measures import cache_agreement, lmeval_example, regime
+from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone, train_lm_evals, train_lm_probes
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.records.files import write_json
 
@@ -71,12 +71,12 @@ def test_each_record_is_written_by_its_one_command_through_its_owner(kind):
 
 def test_the_writer_check_sees_a_writer_however_it_is_imported(tmp_path):
     owner = records.OWNERS["regime"]
-    for text in ("from tspd.records import regime as r\nr.save(p, {})\n",
-                 "import tspd.records.regime\ntspd.records.regime.save(p, {})\n",
-                 "from tspd.records.regime import save as keep\nrun(keep)\n"):
+    for text in ("from tspd.measures import regime as r\nr.save(p, {})\n",
+                 "import tspd.measures.regime\ntspd.measures.regime.save(p, {})\n",
+                 "from tspd.measures.regime import save as keep\nrun(keep)\n"):
         (tmp_path / "m.py").write_text(text)
         assert writer_uses(tmp_path / "m.py", owner), text
-    (tmp_path / "m.py").write_text("from tspd.records import regime\nregime.load(p)\n")
+    (tmp_path / "m.py").write_text("from tspd.measures import regime\nregime.load(p)\n")
     assert not writer_uses(tmp_path / "m.py", owner)
 
 

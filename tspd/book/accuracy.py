@@ -2,7 +2,7 @@
 README line or book page states a model's accuracy by hand.
 
 The record is the checkpoint's ``evals.json`` (:mod:`tspd.records.train_lm_evals`), or its ``regime.json``
-(:mod:`tspd.records.regime`) where train-lm wrote no final evaluation (tiny-roster's run stopped at its time
+(:mod:`tspd.measures.regime`) where train-lm wrote no final evaluation (tiny-roster's run stopped at its time
 budget); its reference row is vanilla decoding at one token per step. The notebooks print :func:`model_note` under their tables; the
 book's introduction and status page show it in their ``<!-- model-accuracy -->`` table
 (:mod:`tspd.book.model_card`, written by ``python -m tspd fill-records``).
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tspd.records import regime, train_lm_evals
+from tspd.measures import regime
+from tspd.records import train_lm_evals
 from tspd.records.files import shown
 from tspd.records.train_lm_evals import Accuracy
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from tspd.book.accuracy import reference_accuracy, reference_steps
 from tspd.markdown import table
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
-from tspd.records import regime, train_lm_evals, train_lm_probes
+from tspd.measures import regime
+from tspd.records import train_lm_evals, train_lm_probes
 from tspd.records.files import shown
 from tspd.stats import wilson
 

@@ -6,9 +6,9 @@ import argparse
 import shlex
 import sys
 
-from tspd.measures.regime import SECTION, RegimeConfig, markdown, measure_checkpoint, targets
+from tspd.measures.regime import SECTION, RegimeConfig, markdown, measure_checkpoint, path_of, targets
 from tspd.models.loading import DEFAULT_MODEL
-from tspd.records import regime as regime_file, training_md
+from tspd.records import training_md
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
     command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime"
     rec = measure_checkpoint(args.model, cfg, {"auto": None, "yes": True, "no": False}[args.tspd_ce], command=command,
                              out=args.out, log=lambda s: print(s, flush=True))
-    training_md.write_section(regime_file.path_of(args.model).parent, SECTION, markdown(rec))
+    training_md.write_section(path_of(args.model).parent, SECTION, markdown(rec))
     for t in targets(rec):
         print(f"{t['what']}: {t['value']:.2f} (band {t['band']}) {'met' if t['met'] else 'not met'}")
     return 0

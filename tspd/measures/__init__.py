@@ -2,7 +2,8 @@
 An experiment is one module: what it measures, its record (path, load, save) and the book's tables and figure.
 
 - :mod:`tspd.measures.regime`: the regime figures (accuracy at 1 / 2 / 4 / 8 tokens per step and one step per
-  block, Fast-dLLM's TPF, what each cache costs, the doubled window), ``<checkpoint>/regime.json``;
+  block, Fast-dLLM's TPF, what each cache costs, the doubled window), ``<checkpoint>/regime.json``, and the
+  Regime page's tables and figures;
 - :mod:`tspd.measures.dynamics`: the token traces' Section 3 dynamics (certain at once, right but unsure,
   Fig. 1's flip gap, rises before 0.9), ``<checkpoint>/dynamics.json``, and their tables and figure;
 - :mod:`tspd.measures.ce_audit`: does CE lift the tokens that rise (Section 3.3), ``<checkpoint>/ce_audit.json``,

@@ -7,7 +7,6 @@ module                                 written by                               
 :mod:`~tspd.records.bench_loop`        ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
 :mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
 :mod:`~tspd.records.bench_forward`     ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
-:mod:`~tspd.records.regime`            ``python -m tspd regime``                       ``<checkpoint>/regime.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
 :mod:`~tspd.records.training_md`       ``python -m tspd train-lm``, ``regime``         ``<checkpoint>/TRAINING.md``
@@ -18,6 +17,7 @@ module                                 written by                               
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
 :mod:`tspd.book.claims.store`          each claim notebook's verdict cell              ``results/claims/<notebook>.json``
 :mod:`tspd.book.lookahead`             the Figure 3 and 4 notebooks                    ``results/variants/lookahead-<key>.pt``
+:mod:`tspd.measures.regime`            ``python -m tspd regime``                       ``<checkpoint>/regime.json``
 :mod:`tspd.measures.dynamics`          ``python -m tspd dynamics``                     ``<checkpoint>/dynamics.json``
 :mod:`tspd.measures.ce_audit`          ``python -m tspd ce-audit``                     ``<checkpoint>/ce_audit.json``
 :mod:`tspd.measures.cache_agreement`   ``python -m tspd cache-agreement``              ``results/cache_agreement.json``,
@@ -25,7 +25,7 @@ module                                 written by                               
 :mod:`tspd.measures.lmeval_example`    ``python -m tspd lmeval-example``               ``results/lmeval_example.json``
 =====================================  ==============================================  =========================================
 
-The last eight keep their owners elsewhere (each is the one module that reads and writes its files; an
+The last nine keep their owners elsewhere (each is the one module that reads and writes its files; an
 experiment's record lives in its experiment's module, beside what it measures and its tables).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
@@ -50,7 +50,6 @@ OWNERS = {
     "bench loop": Owner("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"'), callers=("tspd.commands.bench_loop",)),
     "bench step": Owner("tspd.records.bench_step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
     "bench forward": Owner("tspd.records.bench_forward", ('/ "forward"',), callers=("tspd.commands.bench_forward",)),
-    "regime": Owner("tspd.records.regime", ('"regime.json"',), callers=("tspd.measures.regime",)),
     "train-lm evals": Owner("tspd.records.train_lm_evals", ('"evals.json"',), callers=("tspd.training.lm.evaluation",)),
     "train-lm probes": Owner("tspd.records.train_lm_probes", ('"probes.json"',),
                              callers=("tspd.training.lm.evaluation",)),
@@ -63,6 +62,7 @@ OWNERS = {
     "pareto": Owner("tspd.book.pareto", ('"pareto.json"',), ("write",)),
     "claims": Owner("tspd.book.claims.store", ('/ "claims"',), ("report",)),
     "lookahead": Owner("tspd.book.lookahead", ('"lookahead-',), ("lookahead",)),
+    "regime": Owner("tspd.measures.regime", ('"regime.json"',)),   # written by its own measure
     "dynamics": Owner("tspd.measures.dynamics", ('"dynamics.json"',)),   # written by its own measure_checkpoint
     "ce audit": Owner("tspd.measures.ce_audit", ('"ce_audit.json"',)),   # written by its own measure_checkpoint
     "cache agreement": Owner("tspd.measures.cache_agreement",   # written by its own measure
