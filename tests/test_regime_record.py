@@ -136,7 +136,7 @@ def test_the_command_writes_a_resumable_record(tmp_path, capsys):
 def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
     import matplotlib
     matplotlib.use("Agg")
-    from tspd.measures.regime import regime_figure, target_rows
+    from tspd.book.regime import regime_figure, target_rows
     rows = target_rows({**RECORD, "model": "m"})
     assert [r["figure"] for r in rows][:2] == ["vanilla accuracy, %", "Fast-dLLM 0.9 TPF"]
     tpf = rows[1]
@@ -197,7 +197,7 @@ def test_a_record_names_who_measured_its_rows():
 def test_the_parallel_figure_puts_each_schedule_at_its_tokens_per_step():
     import matplotlib
     matplotlib.use("Agg")
-    from tspd.measures.regime import parallel_figure, parallel_rows
+    from tspd.book.regime import parallel_figure, parallel_rows
     rows = {r["decoding"]: r for r in parallel_rows({**RECORD, "model": "m"})}
     assert [rows[d]["k"] for d in ("vanilla", "fixed4", "fixed8", "block_step")] == [1, 4, 8, 32]
     assert rows["fast"]["k"] == 5.0 and not rows["fast"]["fixed"]            # the threshold rule at its TPF

@@ -157,7 +157,7 @@ def test_a_roster_models_table_has_its_line_probes_a_missing_one_a_dash(tmp_path
 
 
 def test_the_regime_targets_carry_their_interval_and_n_and_a_model_without_a_record_gets_dashes(tmp_path):
-    from tspd.measures.regime import targets_table
+    from tspd.book.regime import targets_table
     ckpt = _checkpoint(tmp_path, "tiny-arith")
     record = json.loads((ckpt / "regime.json").read_text())
     rows = rows_of(targets_table(str(ckpt)))
@@ -264,7 +264,7 @@ def test_the_verdicts_context_says_what_the_model_record_allows(tmp_path):
 def test_the_readmes_figure_is_drawn_from_the_regime_records(tmp_path):
     """The README's picture exists where it links it, and fill-records' drawing of it runs from the stored records
     alone (nothing measured: no model loads)."""
-    from tspd.measures.regime import README_FIGURE, readme_figure
+    from tspd.book.regime import README_FIGURE, readme_figure
     assert f"]({README_FIGURE.relative_to(REPO_ROOT)})" in (REPO_ROOT / "README.md").read_text()
     assert README_FIGURE.is_file()
     drawn = readme_figure(tmp_path / "p.png")

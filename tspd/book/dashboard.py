@@ -3,7 +3,7 @@
 A row per zoo model with a regime record (``regime.json``): vanilla's accuracy, what 2 / 4 / 8 tokens per step lose,
 Fast-dLLM 0.9's TPF and how many of the regime bands (:data:`tspd.measures.regime.REGIME_TARGETS`) its intervals meet;
 LLaDA-8B-Instruct's row last, its numbers labelled as theirs (``tspd/reported.json``). Each model's every target is
-:func:`tspd.measures.regime.targets_table`; the zoo's dynamics, :func:`tspd.measures.dynamics.zoo_dynamics_table`.
+:func:`tspd.book.regime.targets_table`; the zoo's dynamics, :func:`tspd.measures.dynamics.zoo_dynamics_table`.
 ``python -m tspd fill-records`` writes it into the page (span ``status-dashboard``).
 """
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tspd.book import controller_table, dashboard, headline, model_card
+from tspd.book import controller_table, dashboard, headline, model_card, regime
 from tspd.book.claims import summary as claims
-from tspd.measures import cache_agreement, dynamics, lmeval_example, oracle, regime
+from tspd.measures import cache_agreement, dynamics, lmeval_example, oracle
 from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone
 
 FACTS: dict[str, Callable[[], str]] = {

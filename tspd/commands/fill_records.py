@@ -31,6 +31,6 @@ def main(args: argparse.Namespace) -> int:
     for page in rewrite(names=names):
         print(f"rewrote {page}")
     if names is None:
-        from tspd.measures.regime import readme_figure
+        from tspd.book.regime import readme_figure
         print(f"drew {readme_figure()}")
     return 0
