@@ -238,25 +238,40 @@ def _pct(share: dict | None) -> str:
     return "-" if share is None else f"{share['value']:.1f} ({share['lo']:.1f}-{share['hi']:.1f})"
 
 
-def audit_table(record: dict) -> str:
-    """The record's audit as a Markdown table: per CE setting, the rising tokens, the share lifted before their
-    crossing, the steps gained, wrong lifts, and what held the rest (shares with 95 % intervals over problems)."""
+def audit_rows(record: dict) -> list[dict]:
+    """The record's audit, one row per CE setting: the rising tokens, the share lifted before their crossing, the
+    steps gained, wrong lifts, and what held the rest (shares with 95 % intervals over problems)."""
     n = len(record["rows"])
-    rows = [[a["setting"], a["rising"], _pct(a["lifted"]), "-" if a["steps_earlier"] is None else a["steps_earlier"],
-             _pct(a["wrong_lifts"]), *[_pct(a[k]) for k in REASONS]] for a in record["audit"]]
-    return "\n".join(table([f"CE setting ({n} problem{'s' * (n != 1)})", "rising tokens", "lifted before 0.9, %",
-                            "steps earlier (mean)", "wrong lifts, % of answer tokens",
-                            *[f"held by {k}, % of the rest" for k in REASONS]], rows))
+    return [{f"CE setting ({n} problem{'s' * (n != 1)})": a["setting"], "rising tokens": a["rising"],
+             "lifted before 0.9, %": _pct(a["lifted"]),
+             "steps earlier (mean)": "-" if a["steps_earlier"] is None else a["steps_earlier"],
+             "wrong lifts, % of answer tokens": _pct(a["wrong_lifts"]),
+             **{f"held by {k}, % of the rest": _pct(a[k]) for k in REASONS}} for a in record["audit"]]
+
+
+def decode_rows(record: dict) -> list[dict]:
+    """The record's decode check, one row per setting: Fast-dLLM 0.9 without CE and with each setting on the same
+    problems: right answers, forwards a problem, and the forwards against no CE with its 95 % interval."""
+    return [{"Fast-dLLM 0.9 + CE setting": d["setting"], "right": f"{d['right']} / {d['n']}",
+             "forwards a problem": f"{d['forwards']:.1f}",
+             "forwards / no CE's": f"{d['over_none']['value']:.3f} ({d['over_none']['lo']:.3f}-{d['over_none']['hi']:.3f})"}
+            for d in record["decode"]]
+
+
+def _markdown(rows: list[dict]) -> str:
+    return "\n".join(table(list(rows[0]), [list(r.values()) for r in rows])) if rows else ""
+
+
+def audit_table(record: dict) -> str:
+    """:func:`audit_rows` as a Markdown table (the command's output)."""
+    return _markdown(audit_rows(record))
 
 
 def decode_table(record: dict) -> str:
-    """The record's decode check as a Markdown table: Fast-dLLM 0.9 without CE and with each setting on the same
-    problems: right answers, forwards a problem, and the forwards against no CE with its 95 % interval."""
-    rows = [["none" if d["setting"] == "none" else d["setting"], f"{d['right']} / {d['n']}", f"{d['forwards']:.1f}",
-             f"{d['over_none']['value']:.3f} ({d['over_none']['lo']:.3f}-{d['over_none']['hi']:.3f})"]
-            for d in record["decode"]]
-    return "\n".join(table(["Fast-dLLM 0.9 + CE setting", "right", "forwards a problem", "forwards / no CE's"], rows))
+    """:func:`decode_rows` as a Markdown table (the command's output)."""
+    return _markdown(decode_rows(record))
 
 
 __all__ = ["AuditConfig", "REASONS", "block_audit", "prompt_rows", "summary", "sweep", "decode_check", "decode_summary",
-           "FILENAME", "path_of", "load", "save", "measure_checkpoint", "audit_table", "decode_table"]
+           "FILENAME", "path_of", "load", "save", "measure_checkpoint", "audit_rows", "decode_rows", "audit_table",
+           "decode_table"]

@@ -222,14 +222,18 @@ def train_on_own_and_save(traces_path, train_cfg, cfg: OwnConfig, out, device: s
     return stem, saved
 
 
-def rounds_table(saved: dict) -> str:
-    """A controller's rounds (its ``<stem>.json``'s ``own``) as a Markdown table: per round, the trace sequences it
-    trained on, its rollout's right answers and the held-out problems it answers right and in how many forwards."""
-    from tspd.markdown import table
+def rounds_rows(saved: dict) -> list[dict]:
+    """A controller's rounds (its ``<stem>.json``'s ``own``), one row a round: the trace sequences it trained on, its
+    rollout's right answers and the held-out problems it answers right and in how many forwards; the kept one marked."""
     own = saved["own"]
-    rows = [[r["round"] if r["round"] else "0 (EGP's traces, the paper's)", r["sequences"],
-             "-" if "rollout_right" not in r else f"{r['rollout_right']} / {own['config']['rollout_n']}",
-             f"{r['right']} / {r['n']}", f"{r['forwards']:.1f}", "kept" if r["round"] == own["best_round"] else ""]
-            for r in own["rounds"]]
-    return "\n".join(table(["round", "trace sequences", "rollout right", "held-out right", "forwards a problem", ""],
-                           rows))
+    return [{"round": r["round"] if r["round"] else "0 (EGP's traces, the paper's)", "trace sequences": r["sequences"],
+             "rollout right": "-" if "rollout_right" not in r else f"{r['rollout_right']} / {own['config']['rollout_n']}",
+             "held-out right": f"{r['right']} / {r['n']}", "forwards a problem": f"{r['forwards']:.1f}",
+             "": "kept" if r["round"] == own["best_round"] else ""} for r in own["rounds"]]
+
+
+def rounds_table(saved: dict) -> str:
+    """:func:`rounds_rows` as a Markdown table."""
+    from tspd.markdown import table
+    rows = rounds_rows(saved)
+    return "\n".join(table(list(rows[0]), [list(r.values()) for r in rows]))
