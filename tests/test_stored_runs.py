@@ -102,10 +102,9 @@ def test_controller_table_run_reproduces(kind, meta, tmp_path):
 @pytest.mark.slow   # decodes a committed run again
 def test_an_edited_run_file_is_caught(tmp_path):
     meta = min(picked_runs(), key=lambda m: (m["config"]["policy"] == "vanilla", m["key"]))   # a cheap run: few forwards
-    rows = (RUNS / f"{meta['key']}.jsonl").read_text().splitlines()
-    first = json.loads(rows[0])
-    first["output"] = first["output"] + " edited"
-    (tmp_path / f"{meta['key']}.jsonl").write_text("\n".join([json.dumps(first)] + rows[1:]) + "\n")
+    rows = ResultsFile(RUNS / f"{meta['key']}.jsonl").load()          # plain or packed
+    first = dict(rows[0], output=rows[0]["output"] + " edited")
+    (tmp_path / f"{meta['key']}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [first, *rows[1:]]))
     shutil.copy(RUNS / f"{meta['key']}.json", tmp_path / f"{meta['key']}.json")
     found = mismatches(meta, tmp_path, tmp_path / "fresh")
     assert len(found) == 1 and first["id"] in found[0]
