@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tspd.measures.regime import paired_gap
+from tspd.stats import paired_gap
 from tspd.measures.regime import SECTION, markdown, targets
 from tspd.records.training_md import write_section
 from tspd.models.loading import resolve_path

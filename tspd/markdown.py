@@ -15,4 +15,9 @@ def table(header: Sequence, rows: Iterable[Sequence] = ()) -> list[str]:
     return [row_line(header), "|" + "---|" * len(header)] + [row_line(r) for r in rows]
 
 
-__all__ = ["row_line", "table"]
+def dict_table(rows: Sequence[dict]) -> list[str]:
+    """:func:`table` of rows given as dicts: the first row's keys are the header (no rows: no lines)."""
+    return table(list(rows[0]), [list(r.values()) for r in rows]) if rows else []
+
+
+__all__ = ["row_line", "table", "dict_table"]

@@ -18,22 +18,24 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def portable_path(value):
+    """``value`` written ``<repo>/relative/path`` where it is an absolute path inside the repository; else as given."""
+    if isinstance(value, str) and value.startswith("/"):
+        try:
+            return "<repo>/" + Path(value).resolve().relative_to(REPO_ROOT).as_posix()
+        except ValueError:
+            pass
+    return value
+
+
 def portable(settings: dict) -> dict:
-    """``settings`` with every path inside the repository written ``<repo>/relative/path``.
+    """``settings`` with every path inside the repository written ``<repo>/relative/path`` (:func:`portable_path`).
 
     Keys of stored runs hash their settings; a controller's ``weights`` under ``results/variants`` is
     an absolute path, different in every clone. Hashing it relative to the repository lets a fresh
     clone find the runs committed from another (the files themselves still get the absolute path).
     """
-    out = {}
-    for k, v in settings.items():
-        if isinstance(v, str) and v.startswith("/"):
-            try:
-                v = "<repo>/" + Path(v).resolve().relative_to(REPO_ROOT).as_posix()
-            except ValueError:
-                pass
-        out[k] = v
-    return out
+    return {k: portable_path(v) for k, v in settings.items()}
 
 
 def local(settings: dict) -> dict:

@@ -1,6 +1,7 @@
-"""Intervals, one home for every number the project compares: a proportion's Wilson interval and the percentile
-bootstraps (problems resampled in pairs, several series jointly, or prompts resampled whole) that the claims
-(:mod:`tspd.book.claims`), the regime and dynamics records and the training records use.
+"""Intervals, one home for every number the project compares: a proportion's Wilson interval, the paired interval
+of two accuracies on the same problems, and the percentile bootstraps (problems resampled in pairs, several series
+jointly, or prompts resampled whole) that the claims (:mod:`tspd.book.claims`), the regime and dynamics records and
+the training records use.
 """
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float]:
     mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     lo, hi = (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
     return (0.0 if correct == 0 else lo), (1.0 if correct == n else hi)   # exact where rounding would miss 0 or 1
+
+
+def paired_gap(a: list[int], b: list[int], z: float = 1.96) -> tuple[float, float, float]:
+    """Accuracy of ``a`` minus ``b`` on the same problems, in points, with its paired 95 % interval (the
+    normal interval of a paired difference of proportions: only the problems the two disagree on count)."""
+    n = len(a)
+    if n == 0 or len(b) != n:
+        raise ValueError(f"paired_gap needs two right/wrong lists of one length, got {len(a)} and {len(b)}")
+    only_a = sum(x > y for x, y in zip(a, b))
+    only_b = sum(y > x for x, y in zip(a, b))
+    d = (only_a - only_b) / n
+    half = z * max(only_a + only_b - (only_a - only_b) ** 2 / n, 0.0) ** 0.5 / n
+    return 100 * d, 100 * max(d - half, -1.0), 100 * min(d + half, 1.0)   # a difference lies in [-100, 100]
 
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], stat: Callable[[np.ndarray, np.ndarray], float],
@@ -72,4 +86,4 @@ def percentile_interval(boots: np.ndarray, level: float, method: str = "linear")
     return float(lo), float(hi)
 
 
-__all__ = ["wilson", "paired_bootstrap", "joint_bootstrap", "cluster_bootstrap", "percentile_interval"]
+__all__ = ["wilson", "paired_gap", "paired_bootstrap", "joint_bootstrap", "cluster_bootstrap", "percentile_interval"]

@@ -35,7 +35,7 @@ from tspd.decoding.names import display_name, slug
 from tspd.eval import experiments
 from tspd.eval.results import phase_shares
 from tspd.markdown import table as markdown_table
-from tspd.provenance import REPO_ROOT, git_revision, portable
+from tspd.provenance import REPO_ROOT, git_revision, portable_path
 from tspd.records.files import read_json, write_json
 from tspd.records.rows import ResultsFile
 from tspd.stats import wilson
@@ -183,7 +183,7 @@ def make_table(configs: dict[tuple, experiments.RunConfig], out: Path, *, model:
     meta = dict(model=model, task=first.task, split="test", n=n, gen_length=first.gen_length,
                 block_length=first.block_length, batch_size=batch_size, threads=torch.get_num_threads(),
                 cpu_count=os.cpu_count(), torch=torch.__version__, baseline=slug(*BASELINE, sep="|"),
-                command=command, revision=git_revision(), runs=portable({"d": str(runs)})["d"],
+                command=command, revision=git_revision(), runs=portable_path(str(runs)),
                 note="TPS = B * L_gen / T_wall over the harness's timed batches (each session's first batch is "
                      "its warm-up) on this machine; speedup over the baseline row of this file")
     results = {}

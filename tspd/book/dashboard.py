@@ -9,9 +9,8 @@ LLaDA-8B-Instruct's row last, its numbers labelled as theirs (``tspd/reported.js
 from __future__ import annotations
 
 from tspd import markdown
-from tspd.measures.regime import ANCHORS, FIXED_ANCHORS, FIXED_TARGETS, targets
+from tspd.measures.regime import ANCHORS, FIXED_ANCHORS, FIXED_TARGETS, load, targets
 from tspd.models.loading import ZOO
-from tspd.measures import regime as regime_file
 from tspd.records.files import shown
 
 COLUMNS = ["model (task)", "n (window)", "vanilla, %", "2 / 4 / 8 tokens a step lose, points", "Fast-dLLM 0.9 TPF",
@@ -26,7 +25,7 @@ def zoo_rows() -> list[list[str]]:
     """A row per zoo model with a regime record, then LLaDA-8B-Instruct's (theirs)."""
     rows = []
     for name in sorted(p.name for p in ZOO.iterdir() if p.is_dir()):
-        rec = regime_file.load(name)
+        rec = load(name)
         if rec is None:
             continue
         found = targets(rec.data)

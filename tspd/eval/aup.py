@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping, Sequence
 
+from tspd.stats import paired_bootstrap, paired_gap
+
 ALPHA = 3.0   # the weight's penalty on accuracy below the task's best
 DROP = 5.0    # points kept: accuracy at least y_1 - DROP (percentage points)
 
@@ -94,8 +96,6 @@ def against(rows: Sequence[dict], reference: Sequence[dict], n_boot: int = 2000,
     the reference's in points with the paired 95 % interval (``gap_lo`` / ``gap_hi``), and ``ratio``, its forwards
     over the reference's (total over total) with its paired bootstrap 95 % interval (``ratio_lo`` / ``ratio_hi``).
     What "as accurate in fewer forwards" needs before it is called."""
-    from tspd.measures.regime import paired_gap
-    from tspd.stats import paired_bootstrap
     ref = {r["id"]: r for r in reference}
     if {r["id"] for r in rows} != set(ref) or len(ref) != len(rows):
         raise ValueError("against() compares runs of the same problems: their ids differ")

@@ -49,7 +49,7 @@ from tspd.records.rows import ResultsError, ResultsFile, config_id
 from tspd.eval.shard import Shard, merge
 from tspd.tasks.registry import Task, get_task, use_chat
 from tspd.models.loading import Checkpoint, checkpoint_task
-from tspd.provenance import portable
+from tspd.provenance import portable_path
 from tspd.validate import UsageError
 
 REFERENCE = "reference"   # --model value that answers with the data set's reference completions
@@ -259,7 +259,7 @@ def evaluate(job: EvalJob, seam: Seam | None = None, task: Task | None = None) -
                 rows.setdefault(r["id"], r)
         summary = summarize(list(rows.values()), n_selected=len(samples))
         summary.update({"task": task.name, "model": config.model, "chat": chat, "config": row_config,
-                        "config_id": cid, "out": portable({"out": str(out_path)})["out"], "shards": shard.world,
+                        "config_id": cid, "out": portable_path(str(out_path)), "shards": shard.world,
                         "run_seconds": round(time.perf_counter() - t_start, 3)})
         ResultsFile(out_path).write_summary(summary)
         return summary

@@ -36,7 +36,7 @@ import torch
 from tspd.decoding.config import DecodeConfig
 from tspd.decoding.extrapolate import CEConfig, forecast, horizon_terms, left_coverage, logit, replay
 from tspd.decoding.loop import generate
-from tspd.markdown import table
+from tspd.markdown import dict_table
 from tspd.measures.dynamics import DynamicsConfig, block_measures, cluster_interval, cluster_share
 from tspd.records.files import measure_by_batch, read_json, write_rows_json
 
@@ -258,18 +258,14 @@ def decode_rows(record: dict) -> list[dict]:
             for d in record["decode"]]
 
 
-def _markdown(rows: list[dict]) -> str:
-    return "\n".join(table(list(rows[0]), [list(r.values()) for r in rows])) if rows else ""
-
-
 def audit_table(record: dict) -> str:
     """:func:`audit_rows` as a Markdown table (the command's output)."""
-    return _markdown(audit_rows(record))
+    return "\n".join(dict_table(audit_rows(record)))
 
 
 def decode_table(record: dict) -> str:
     """:func:`decode_rows` as a Markdown table (the command's output)."""
-    return _markdown(decode_rows(record))
+    return "\n".join(dict_table(decode_rows(record)))
 
 
 __all__ = ["AuditConfig", "REASONS", "block_audit", "prompt_rows", "summary", "sweep", "decode_check", "decode_summary",

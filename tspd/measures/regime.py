@@ -44,7 +44,7 @@ from tspd.models.loading import (DEFAULT_MODEL, Checkpoint, CheckpointError, loa
                                  weights_hash)
 from tspd.provenance import device_name, git_revision
 from tspd.records.files import read_json, write_json
-from tspd.stats import wilson
+from tspd.stats import paired_gap, wilson
 from tspd.validate import UsageError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -244,19 +244,6 @@ def regime_figures(model, task, problems: list[dict], gen_length: int, block_len
                    cfg: RegimeConfig = RegimeConfig(), log=None) -> dict[str, dict]:
     """Every row of :func:`plan` (a training log's evaluation: nothing stored)."""
     return score_rows(model, task, problems, plan(cfg, gen_length, block_length), cfg, log=log)
-
-
-def paired_gap(a: list[int], b: list[int], z: float = 1.96) -> tuple[float, float, float]:
-    """Accuracy of ``a`` minus ``b`` on the same problems, in points, with its paired 95 % interval (the
-    normal interval of a paired difference of proportions: only the problems the two disagree on count)."""
-    n = len(a)
-    if n == 0 or len(b) != n:
-        raise ValueError(f"paired_gap needs two right/wrong lists of one length, got {len(a)} and {len(b)}")
-    only_a = sum(x > y for x, y in zip(a, b))
-    only_b = sum(y > x for x, y in zip(a, b))
-    d = (only_a - only_b) / n
-    half = z * max(only_a + only_b - (only_a - only_b) ** 2 / n, 0.0) ** 0.5 / n
-    return 100 * d, 100 * max(d - half, -1.0), 100 * min(d + half, 1.0)   # a difference lies in [-100, 100]
 
 
 REGIME_COLUMNS = ("fast_tpf", "fixed_loss", "vanilla_prefix_cost", "vanilla_dual_cost", "fast_prefix_cost",
@@ -491,6 +478,6 @@ def markdown(record: dict) -> list[str]:
 
 __all__ = ["ANCHORS", "CACHE_ANCHORS", "FIXED_ANCHORS", "SCHEDULE_TARGETS", "THRESHOLD_ANCHOR", "THRESHOLD_ANCHORS",
            "THRESHOLD_TARGETS", "REGIME_TARGETS", "REGIME_COLUMNS", "Band", "threshold_row", "RegimeConfig", "Row", "plan",
-           "decodings", "score", "score_rows", "regime_figures", "headline", "paired_gap", "FILENAME", "path_of", "save",
+           "decodings", "score", "score_rows", "regime_figures", "headline", "FILENAME", "path_of", "save",
            "Regime", "load", "measure", "measured_by", "measure_checkpoint", "regime_record", "targets", "met_word",
            "markdown"]

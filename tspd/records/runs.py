@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tspd.provenance import REPO_ROOT, portable
+from tspd.provenance import REPO_ROOT, portable_path
 from tspd.records.files import read_json, write_json
 from tspd.records.rows import ResultsFile, summary_path
 
@@ -82,7 +82,7 @@ def move(old: str, new: str, meta: dict, config_id: str, row_config: dict,
     dest.append(moved)
     write_sidecar(new, dict(meta, key=new), results_dir)
     if summary is not None:
-        dest.write_summary(dict(summary, config=row_config, config_id=config_id, out=portable({"out": str(dest.path)})["out"]))
+        dest.write_summary(dict(summary, config=row_config, config_id=config_id, out=portable_path(str(dest.path))))
 
 
 __all__ = ["RUNS_DIR", "folder", "rows_file", "stored", "sidecar_path", "read_sidecar", "write_sidecar", "sidecars",

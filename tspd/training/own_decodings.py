@@ -174,14 +174,12 @@ def _finish(best, rounds: list[dict], cfg: OwnConfig):
 
 
 def _save(state, cfg: OwnConfig, train_cfg, traces: dict, rounds: list[dict], best, vanilla) -> None:
-    """The rounds so far, for :func:`_resume` (written whole to a temporary name, then renamed)."""
+    """The rounds so far, for :func:`_resume` (written atomically: a kill leaves the previous round's)."""
     if state is None:
         return
-    from pathlib import Path
-    tmp = Path(f"{state}.tmp")
-    torch.save({"own": cfg, "train": train_cfg, "traces": traces, "rounds": rounds, "best": best, "vanilla": vanilla},
-               tmp)
-    tmp.replace(state)
+    from tspd.records.files import write_atomic
+    done = {"own": cfg, "train": train_cfg, "traces": traces, "rounds": rounds, "best": best, "vanilla": vanilla}
+    write_atomic(state, lambda tmp: torch.save(done, tmp))
 
 
 def _resume(state, cfg: OwnConfig, train_cfg) -> dict | None:
@@ -234,6 +232,5 @@ def rounds_rows(saved: dict) -> list[dict]:
 
 def rounds_table(saved: dict) -> str:
     """:func:`rounds_rows` as a Markdown table."""
-    from tspd.markdown import table
-    rows = rounds_rows(saved)
-    return "\n".join(table(list(rows[0]), [list(r.values()) for r in rows]))
+    from tspd.markdown import dict_table
+    return "\n".join(dict_table(rounds_rows(saved)))
