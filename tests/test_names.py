@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from tspd import DecodeConfig
+from tspd.bench import step as bench_step
 from tspd.bench.step import TIMED, timed_decodings
 from tspd.bench.loop import OVERHEAD_BUDGETS
 from tspd.book import controller_table, pareto
 from tspd.decoding.names import by_slug, display_name, slug
 from tspd.eval.experiments import RunConfig
 from tspd.measures.regime import RegimeConfig, decodings
-from tspd.records import bench_step
 from tspd.validate import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]

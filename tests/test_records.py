@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from tspd import records
+from tspd.bench import forward as bench_forward, loop as bench_loop, step as bench_step
 from tspd.cli import COMMANDS
 from tspd.models.loading import ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.book import controller_table
 from tspd.measures import cache_agreement, lmeval_example, regime
-from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone, train_lm_evals, train_lm_probes
+from tspd.records import fresh_clone, train_lm_evals, train_lm_probes
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.records.files import write_json
 

@@ -174,7 +174,7 @@ def test_the_regime_targets_carry_their_interval_and_n_and_a_model_without_a_rec
 
 
 def test_the_loop_table_bolds_each_missed_target_and_leaves_out_settings_without_one(tmp_path):
-    from tspd.records.bench_loop import overhead_table
+    from tspd.bench.loop import overhead_table
     row = dict(policy="tspd", ce=True, forwards_per_call=3.0, target=0.15)
     rows = [dict(row, cache="none", rest_of_forward=0.1, meets_target=True),
             dict(row, cache="dual", rest_of_forward=0.2, meets_target=False),
@@ -223,7 +223,7 @@ def test_tables_of_another_model_name_it(tmp_path):
 
 
 def test_the_gpu_table_has_a_column_per_card_and_a_dash_for_a_missing_figure(tmp_path):
-    from tspd.records import bench_step
+    from tspd.bench import step as bench_step
     data = json.loads((bench_step.DIRECTORY / "NVIDIA-H200.json").read_text())
     row = next(r for r in data["rows"] if r["batch"] == 1)
     del row["dual_step_fast"]

@@ -1,4 +1,5 @@
-"""Speed measurements, one module per ``python -m tspd bench-*`` command (the commands: :mod:`tspd.commands`).
+"""Speed measurements, one module per ``python -m tspd bench-*`` command (the commands: :mod:`tspd.commands`):
+each holds what it measures, its record (schema, reader and writer) and the tables read from it.
 
 - :mod:`tspd.bench.step`: decoding steps of a random-weight model against the roofline (``bench-step``)
 - :mod:`tspd.bench.forward`: where a full forward's time goes, one speed lever at a time (``bench-forward``)

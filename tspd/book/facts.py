@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+from tspd.bench import forward as bench_forward, loop as bench_loop, step as bench_step
 from tspd.book import controller_table, dashboard, headline, model_card, regime
 from tspd.book.claims import summary as claims
 from tspd.measures import cache_agreement, dynamics, lmeval_example, oracle
-from tspd.records import bench_forward, bench_loop, bench_step, fresh_clone
+from tspd.records import fresh_clone
 
 FACTS: dict[str, Callable[[], str]] = {
     "headline": headline.headline_table,                          # README, status

@@ -6,9 +6,9 @@ the claims' verdicts, the GPU step measurements. Accuracies carry n and a 95 % W
 from __future__ import annotations
 
 from tspd import markdown
+from tspd.bench import step as bench_step
 from tspd.decoding.names import display_name
 from tspd.book import controller_table
-from tspd.records import bench_step
 from tspd.records.files import shown
 
 DECODINGS = (("vanilla", False, "none"), ("fast-dllm", False, "none"), ("tspd", True, "none"), ("tspd", True, "dual"))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tspd.bench.loop import share_text
 from tspd.decoding.names import display_name
-from tspd.records.bench_loop import share_text
 
 # the step's own work by phase, as bench-loop names it, and the column each is shown under
 PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "controller": "controller (%)",
@@ -20,8 +20,8 @@ PHASE_COLUMNS = {"statistics_view_commit": "statistics + view + commit (%)", "co
 
 
 def loop_results(directory: str | Path | None = None) -> list[tuple[Path, dict]]:
-    """Every bench-loop file under ``directory`` (default the committed ones, :mod:`tspd.records.bench_loop`)."""
-    from tspd.records import bench_loop
+    """Every bench-loop file under ``directory`` (default the committed ones, :mod:`tspd.bench.loop`)."""
+    from tspd.bench import loop as bench_loop
     return bench_loop.load_all(directory)
 
 

@@ -1,10 +1,10 @@
 """``python -m tspd bench-forward``: where a full forward's time goes, kernels by kind, and what each speed lever
-buys (:mod:`tspd.bench.forward`); with ``--out``, the results JSON (:mod:`tspd.records.bench_forward`)."""
+buys (:mod:`tspd.bench.forward`); with ``--out``, the results JSON (its record, in the same module)."""
 from __future__ import annotations
 
 import argparse
 
-from tspd.bench.forward import VARIANTS, measure
+from tspd.bench.forward import VARIANTS, measure, save
 from tspd.commands.bench_step import add_shape_arguments, run_command
 
 
@@ -25,5 +25,4 @@ def arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tspd.records import bench_forward
-    return run_command(args, "bench-forward", measure, bench_forward.save)
+    return run_command(args, "bench-forward", measure, save)

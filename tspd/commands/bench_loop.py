@@ -1,10 +1,10 @@
 """``python -m tspd bench-loop``: time the loop's work beyond its forwards on a real checkpoint, per controller, CE and
-cache (:mod:`tspd.bench.loop`); with ``--out``, the results JSON (:mod:`tspd.records.bench_loop`)."""
+cache (:mod:`tspd.bench.loop`); with ``--out``, the results JSON (its record, in the same module)."""
 from __future__ import annotations
 
 import argparse
 
-from tspd.bench.loop import measure
+from tspd.bench.loop import measure, save
 from tspd.commands.bench_step import run_command
 from tspd.models.loading import DEFAULT_MODEL
 from tspd.validate import CACHE_MODES
@@ -28,5 +28,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tspd.records import bench_loop
-    return run_command(args, "bench-loop", measure, bench_loop.save)
+    return run_command(args, "bench-loop", measure, save)

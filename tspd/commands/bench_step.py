@@ -1,5 +1,5 @@
 """``python -m tspd bench-step``: time decoding steps of a random-weight model against the roofline
-(:mod:`tspd.bench.step`); with ``--out``, the results JSON (:mod:`tspd.records.bench_step`).
+(:mod:`tspd.bench.step`); with ``--out``, the results JSON (its record, in the same module).
 
 Also the options and the ending the bench commands share (``bench-forward``, ``bench-loop``):
 :func:`add_shape_arguments` and :func:`run_command`.
@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from tspd.bench.step import SHAPES, TIMED, measure
+from tspd.bench.step import SHAPES, TIMED, measure, save
 from tspd.decoding.names import slug
 
 
@@ -64,5 +64,4 @@ def run_command(args: argparse.Namespace, command: str, measure_fn, save) -> int
 
 
 def main(args: argparse.Namespace) -> int:
-    from tspd.records import bench_step
-    return run_command(args, "bench-step", measure, bench_step.save)
+    return run_command(args, "bench-step", measure, save)

@@ -4,14 +4,14 @@
 module                                 written by                                      file(s)
 =====================================  ==============================================  =========================================
 :mod:`~tspd.records.fresh_clone`       ``bash scripts/time_fresh_clone.sh``            ``results/fresh_clone.json``
-:mod:`~tspd.records.bench_loop`        ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
-:mod:`~tspd.records.bench_step`        ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
-:mod:`~tspd.records.bench_forward`     ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
 :mod:`~tspd.records.train_lm_evals`    ``python -m tspd train-lm``                     ``<checkpoint>/evals.json``
 :mod:`~tspd.records.train_lm_probes`   ``python -m tspd train-lm``                     ``<checkpoint>/probes.json``
 :mod:`~tspd.records.training_md`       ``python -m tspd train-lm``, ``regime``         ``<checkpoint>/TRAINING.md``
 :mod:`~tspd.records.runs`              ``python -m tspd eval`` and the notebooks       ``results/runs/`` (a notebook's
                                                                                        ``results_dir``)
+:mod:`tspd.bench.loop`                 ``python -m tspd bench-loop --out ...``         ``results/bench/loop-<device>.json``
+:mod:`tspd.bench.step`                 ``python -m tspd bench-step --out ...``         ``results/gpu/<device>.json``
+:mod:`tspd.bench.forward`              ``python -m tspd bench-forward --out ...``      ``results/gpu/forward/<device>.json``
 :mod:`tspd.book.controller_table`      ``python -m tspd controller-table``             ``results/embedded_controllers.json``,
                                                                                        its runs in ``results/controller_table/``
 :mod:`tspd.book.pareto`                the Pareto notebook                             ``results/pareto.json``
@@ -25,7 +25,7 @@ module                                 written by                               
 :mod:`tspd.measures.lmeval_example`    ``python -m tspd lmeval-example``               ``results/lmeval_example.json``
 =====================================  ==============================================  =========================================
 
-The last nine keep their owners elsewhere (each is the one module that reads and writes its files; an
+The last twelve keep their owners elsewhere (each is the one module that reads and writes its files; an
 experiment's record lives in its experiment's module, beside what it measures and its tables).
 Rows files (``results/runs/``, the controller table's runs, any ``eval --out``) are written through
 :class:`tspd.records.rows.ResultsFile`. ``python -m tspd fill-records`` (:mod:`tspd.book.spans`) writes the
@@ -47,9 +47,9 @@ class Owner:
 
 OWNERS = {
     "fresh clone": Owner("tspd.records.fresh_clone", ('"fresh_clone.json"',), callers=("scripts/time_fresh_clone.sh",)),
-    "bench loop": Owner("tspd.records.bench_loop", ('"loop-*.json"', '/ "bench"'), callers=("tspd.commands.bench_loop",)),
-    "bench step": Owner("tspd.records.bench_step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
-    "bench forward": Owner("tspd.records.bench_forward", ('/ "forward"',), callers=("tspd.commands.bench_forward",)),
+    "bench loop": Owner("tspd.bench.loop", ('"loop-*.json"', '/ "bench"'), callers=("tspd.commands.bench_loop",)),
+    "bench step": Owner("tspd.bench.step", ('/ "gpu"',), callers=("tspd.commands.bench_step",)),
+    "bench forward": Owner("tspd.bench.forward", ('/ "forward"',), callers=("tspd.commands.bench_forward",)),
     "train-lm evals": Owner("tspd.records.train_lm_evals", ('"evals.json"',), callers=("tspd.training.lm.evaluation",)),
     "train-lm probes": Owner("tspd.records.train_lm_probes", ('"probes.json"',),
                              callers=("tspd.training.lm.evaluation",)),
