@@ -18,6 +18,28 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def relative_arg(arg: str) -> str:
+    """A command-line argument with an absolute path inside the repository (alone or as ``--opt=PATH``) written
+    relative to the repository root, so that a stored command runs from any clone; any other argument as given."""
+    key, eq, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+    if value.startswith("/"):
+        try:
+            value = Path(os.path.abspath(value)).relative_to(REPO_ROOT).as_posix()
+        except ValueError:
+            pass
+    return f"{key}{eq}{value}"
+
+
+def invoked(command: str, argv: list[str] | None = None) -> str:
+    """``python -m tspd COMMAND ARGS`` as this process was started (``argv``: ``sys.argv`` by default), with paths
+    inside the repository relative to it: the command a stored record carries."""
+    import shlex
+    import sys
+    argv = list(sys.argv if argv is None else argv)[1:]
+    argv = argv[1:] if argv[:1] == [command] else argv
+    return shlex.join(["python", "-m", "tspd", command, *map(relative_arg, argv)])
+
+
 def portable_path(value):
     """``value`` written ``<repo>/relative/path`` where it is an absolute path inside the repository; else as given."""
     if isinstance(value, str) and value.startswith("/"):

@@ -251,5 +251,5 @@ def overhead_table(directory: str | Path | None = None) -> str:
     rows.append(["model, window, revision", "", *[f"`{r.model}`, {r.gen_length} / {r.block_length}, batch 1, `{r.revision}`"
                                                   for r in recs]])
     rows.append(["record", "", *[f"`{shown(Path(directory or DIRECTORY) / r.name)}`" for r in recs]])
-    header = [f"controller: {' / '.join(CACHES)} cache (bold: target missed)", "target, %", *[r.device for r in recs]]
+    header = [f"controller ({' / '.join(CACHES)} cache)", "target, % (bold: missed)", *[r.device for r in recs]]
     return "\n".join(markdown_table(header, rows))

@@ -2,7 +2,8 @@
 
 A row per zoo model with a regime record (``regime.json``): vanilla's accuracy, what 2 / 4 / 8 tokens per step lose,
 Fast-dLLM 0.9's TPF and how many of the regime bands (:data:`tspd.measures.regime.REGIME_TARGETS`) its intervals meet;
-LLaDA-8B-Instruct's row last, its numbers labelled as theirs (``tspd/reported.json``). Each model's every target is
+LLaDA-8B-Instruct's row last, its numbers labelled as theirs (``tspd/reported.json``). Each row's record is
+``tspd/zoo/<model>/regime.json``. Each model's every target is
 :func:`tspd.book.regime.targets_table`; the zoo's dynamics, :func:`tspd.measures.dynamics.zoo_dynamics_table`.
 ``python -m tspd fill-records`` writes it into the page (span ``status-dashboard``).
 """
@@ -11,10 +12,9 @@ from __future__ import annotations
 from tspd import markdown
 from tspd.measures.regime import ANCHORS, FIXED_ANCHORS, FIXED_TARGETS, load, targets
 from tspd.models.loading import ZOO
-from tspd.records.files import shown
 
 COLUMNS = ["model (task)", "n (window)", "vanilla, %", "2 / 4 / 8 tokens a step lose, points", "Fast-dLLM 0.9 TPF",
-           "regime bands met", "record"]
+           "regime bands met"]
 
 
 def _fixed(found: dict) -> str:
@@ -33,10 +33,10 @@ def zoo_rows() -> list[list[str]]:
         task = rec.data.get("task", "").rsplit(".", 1)[-1]
         rows.append([f"`{name}` ({task})", f"{rec.data['rows']['vanilla']['n']} ({rec.data['gen_length']})",
                      f"{by_key['vanilla']['value']:.1f}", _fixed(by_key), f"{by_key['fast_tpf']['value']:.2f}",
-                     f"{sum(t['met'] for t in found)} of {len(found)}", f"`{shown(rec.path)}`"])
+                     f"{sum(t['met'] for t in found)} of {len(found)}"])
     llada = " / ".join(f"{FIXED_ANCHORS[1] - FIXED_ANCHORS[k]:.1f}" for k in FIXED_TARGETS)
     rows.append(["LLaDA-8B-Instruct, GSM8K (theirs)", "(256)", f"{FIXED_ANCHORS[1]:g}", llada, f"{ANCHORS['fast_tpf'][0]:g}",
-                 "", "`tspd/reported.json`"])
+                 ""])
     return rows
 
 

@@ -7,13 +7,12 @@ Also the options and the ending the bench commands share (``bench-forward``, ``b
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 import torch
 
 from tspd.bench.step import SHAPES, TIMED, measure, save
 from tspd.decoding.names import slug
+from tspd.provenance import invoked
 
 
 def add_shape_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,15 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the results JSON here; {device} becomes the device name, e.g. results/gpu/{device}.json")
 
 
-def invocation(command: str) -> str:
-    """``python -m tspd COMMAND ARGS`` as this process was started (for a results file's provenance)."""
-    argv = sys.argv[2:] if sys.argv[1:2] == [command] else sys.argv[1:]
-    return f"python -m tspd {command} " + shlex.join(argv)
-
-
 def run_command(args: argparse.Namespace, command: str, measure_fn, save) -> int:
     """A bench command: ``measure_fn(args, its command line)``, stored by ``save`` at ``--out`` when given."""
-    result = measure_fn(args, invocation(command))
+    result = measure_fn(args, invoked(command))
     if args.out:
         print(f"wrote {save(result, args.out)}")
     return 0

@@ -3,11 +3,10 @@ kept in ``<checkpoint>/ce_audit.json``."""
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 from tspd.measures.ce_audit import measure_checkpoint, sweep
 from tspd.models.loading import DEFAULT_MODEL
+from tspd.provenance import invoked
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -32,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError("--n and --batch must be >= 1 and --tau, --z, --H each need a value")
     if not all(0 <= t < 1 for t in args.tau) or not all(h >= 1 and h == int(h) for h in args.H):
         raise ValueError(f"--tau lies in [0, 1) and --H is a whole number >= 1, got {args.tau} and {args.H}")
-    command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd ce-audit"
+    command = invoked("ce-audit")
     settings = sweep(tau=args.tau, z=args.z, H=tuple(int(h) for h in args.H))
     rec = measure_checkpoint(args.model, args.n, args.batch, settings, args.device, command,
                              log=lambda s: print(s, flush=True))

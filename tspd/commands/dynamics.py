@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 from tspd.measures.dynamics import DynamicsConfig, measure_checkpoint, targets
 from tspd.models.loading import DEFAULT_MODEL
+from tspd.provenance import invoked
 from tspd.options import add_dataclass_arguments, from_args
 
 
@@ -22,7 +21,7 @@ def main(args: argparse.Namespace) -> int:
     cfg = from_args(DynamicsConfig, args)
     if cfg.n < 1 or cfg.batch < 1 or cfg.window < 2:
         raise ValueError(f"--n and --batch must be >= 1 and --window >= 2, got {cfg.n}, {cfg.batch}, {cfg.window}")
-    command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd dynamics"
+    command = invoked("dynamics")
     record = measure_checkpoint(args.model, cfg, args.device, command, args.out, log=lambda s: print(s, flush=True))
     s = record["summary"]
     print(f"{s['prompts']} problems, {s['answer_tokens']} answer tokens; certain at the first forward "

@@ -4,12 +4,10 @@ beside the trained models' (``results/training/oracle/oracle.json`` by default).
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 from tspd.measures.dynamics import DynamicsConfig, targets
 from tspd.measures.oracle import designs, measure
-from tspd.provenance import git_revision
+from tspd.provenance import git_revision, invoked
 from tspd.tasks import styled
 from tspd.records.files import write_json
 from tspd.validate import UsageError
@@ -33,8 +31,7 @@ def main(args: argparse.Namespace) -> int:
     tok = load_tokenizer(args.tokenizer_of)
     header, tail = len(tok.encode("On day 1 they")), len(tok.encode("#### 5"))
     cfg = DynamicsConfig(n=args.n)
-    record = {"command": shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else
-              "python -m tspd oracle-dynamics", "git": git_revision() or "unknown", "device": "cpu (no model)",
+    record = {"command": invoked("oracle-dynamics"), "git": git_revision() or "unknown", "device": "cpu (no model)",
               "n": args.n, "tokenizer_of": args.tokenizer_of, "header": header, "tail": tail, "designs": {}}
     for name, (layouts, seed, what) in tqdm(designs(args.n, header, tail).items(), desc="oracle designs"):
         got = measure(layouts, styled.GEN_LENGTH, styled.BLOCK_LENGTH, cfg, seed)   # roster's window too

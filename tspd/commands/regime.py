@@ -3,11 +3,10 @@ fixed schedules), kept in ``<checkpoint>/regime.json`` and its TRAINING.md (:mod
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 from tspd.measures.regime import SECTION, RegimeConfig, markdown, measure_checkpoint, path_of, targets
 from tspd.models.loading import DEFAULT_MODEL
+from tspd.provenance import invoked
 from tspd.records import training_md
 
 
@@ -27,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     windows = None if args.long_windows is None else tuple(int(w) for w in args.long_windows.split(",") if w.strip())
     cfg = RegimeConfig(n=args.n, long_n=args.long_n, long_windows=windows, batch=args.batch)
-    command = shlex.join(["python", "-m", "tspd", *sys.argv[1:]]) if sys.argv[1:] else "python -m tspd regime"
+    command = invoked("regime")
     rec = measure_checkpoint(args.model, cfg, {"auto": None, "yes": True, "no": False}[args.tspd_ce], command=command,
                              out=args.out, log=lambda s: print(s, flush=True))
     training_md.write_section(path_of(args.model).parent, SECTION, markdown(rec))

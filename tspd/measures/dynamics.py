@@ -62,7 +62,7 @@ from tspd.decoding.names import slug
 from tspd.markdown import table
 from tspd.models.loading import ZOO, Checkpoint, CheckpointError, load_model, resolve_path, task_spec, weights_hash
 from tspd.provenance import device_name, git_revision
-from tspd.records.files import measure_by_batch, read_json, shown, write_rows_json
+from tspd.records.files import measure_by_batch, read_json, write_rows_json
 from tspd.stats import cluster_bootstrap
 from tspd.validate import UsageError
 
@@ -475,20 +475,19 @@ def premise_figure(records: dict[str, dict], sweeps: dict[str, dict]):
 
 
 ZOO_COLUMNS = ["model (n)", "right but unsure, %", "Fig. 1's gap, points", "rise >= 3 steps before 0.9, %",
-               "TSPD + CE / Fast-dLLM 0.9 forwards", "right: vanilla / Fast-dLLM / TSPD + CE", "record"]
+               "TSPD + CE / Fast-dLLM 0.9 forwards", "right: vanilla / Fast-dLLM / TSPD + CE"]
 
 
 def zoo_dynamics_table() -> str:
     """The status page's table: a row per zoo model with a dynamics record, the premise (right but unsure, Fig. 1's
     gap, rises before 0.9) and what TSPD + CE made of it against Fast-dLLM 0.9, value [95 % interval over problems];
-    a dash where the record lacks a figure."""
+    a dash where the record lacks a figure. Each row's record is ``tspd/zoo/<model>/dynamics.json``."""
     rows = []
     for path in sorted(ZOO.glob(f"*/{FILENAME}")):
         s = load(path.parent.name, path)["summary"]
         rows.append([f"`{path.parent.name}` ({s['prompts']})",
                      *[interval_cell(s.get(k)) or "-" for k in ("unsure", "flip_gap", "rise_crossed")],
-                     interval_cell((s.get(OURS) or {}).get("over_fast"), 2) or "-", _right_answers(s),
-                     f"`{shown(path)}`"])
+                     interval_cell((s.get(OURS) or {}).get("over_fast"), 2) or "-", _right_answers(s)])
     return "\n".join(table(ZOO_COLUMNS, rows))
 
 

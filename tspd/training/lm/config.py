@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass
 
+from tspd.provenance import relative_arg
 from tspd.tasks.generated import GENERATED, MIX_ONLY, generated_task
 from tspd.training.masking import SCHEMES
 from tspd.validate import check_device
@@ -154,12 +155,12 @@ CHOICES = {"task": [t for t in GENERATED if t not in MIX_ONLY], "arch": list(ARC
 
 
 def command_line(cfg: LMTrainConfig) -> str:
-    """The exact command that reproduces this run (every option spelt out)."""
+    """The exact command that reproduces this run (every option spelt out, paths inside the repository relative to it)."""
     parts = ["python", "-m", "tspd", "train-lm"]
     for k, v in asdict(cfg).items():
         flag = "--" + k.replace("_", "-")
         if isinstance(v, bool):
             parts += [flag] if v else []
         elif v is not None:
-            parts += [flag, str(v)]
+            parts += [flag, relative_arg(str(v))]
     return shlex.join(parts)
