@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tspd.decoding.config import DecodeConfig
-from tspd.training.own_decodings import OwnConfig, aggregate, label_reference, rollout, rounds_table
+from tspd.training.own_decodings import OwnConfig, aggregate, fired_together, label_reference, rollout, rounds_table
 from tspd.training.traces import block_sequences, collect
 
 from conftest import prompts, random_model, seeded_net
@@ -27,6 +27,22 @@ def test_a_wrong_rollout_is_labelled_against_a_right_answer():
     steps = [_step([1, 5, 6, 0], [True, True, True, True])]
     (_, _, _, y, m), = block_sequences(steps, final, 4)
     assert y[0].tolist() == [True, False, False, False]
+
+
+def test_joint_labels_judge_a_pair_fired_together_together_and_a_lone_right_token_alone():
+    """Step 0 commits position 0 alone (right); step 1 commits the coupled pair 1, 2 together, 1 right and 2 wrong
+    against the reference; step 2 commits 3 (right). Joint labels make the pair's right one unsafe at the step it
+    fired; the lone tokens and the pair's earlier states keep their own labels."""
+    ref = torch.tensor([[1, 3, 4, 2]])
+    steps = [_step([1, 3, 6, 2], [True, True, True, True]), _step([1, 3, 6, 2], [False, True, True, True]),
+             _step([1, 3, 6, 2], [False, False, False, True])]
+    (_, _, _, y, m), = block_sequences(steps, ref, 4)
+    assert y[1].tolist() == [True, True, False, True]                 # per token: the pair's right one is safe
+    joint = fired_together(y, m)
+    assert joint[1].tolist() == [True, False, False, True]            # judged together: both unsafe where they fired
+    assert joint[0].tolist() == y[0].tolist() and joint[2].tolist() == y[2].tolist()
+    right_pair = fired_together(torch.ones_like(y), m)                # a pair fired together, both right: safe
+    assert right_pair.all()
 
 
 def test_a_right_rollout_keeps_its_own_answer_and_no_right_answer_gives_no_labels():

@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the traces' (issue 82, beyond the paper; 0: the paper's recipe only)")
     p.add_argument("--own-gate", type=float, default=own.gate, help="the gate the rollouts decode at")
     p.add_argument("--own-n", type=int, default=own.rollout_n, help="traces-split problems rolled out each round")
+    p.add_argument("--own-labels", choices=("token", "joint"), default=own.labels,
+                   help="token: each state's argmax against a right answer; joint: tokens the gate fired on together "
+                        "are judged together (one wrong makes all unsafe)")
     p.add_argument("--own-check-n", type=int, default=own.check_n, help="held-out traces-split problems judging each round")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output stem, e.g. <model dir>/controllers/tspd")
@@ -38,7 +41,8 @@ def main(args: argparse.Namespace) -> int:
     if args.own_rounds and cfg.kind != "tspd":
         raise ValueError("--own-rounds trains the TSPD gate (--kind tspd)")
     if args.own_rounds:
-        own = OwnConfig(rounds=args.own_rounds, gate=args.own_gate, rollout_n=args.own_n, check_n=args.own_check_n)
+        own = OwnConfig(rounds=args.own_rounds, gate=args.own_gate, rollout_n=args.own_n, check_n=args.own_check_n,
+                        labels=args.own_labels)
         stem, saved = train_on_own_and_save(args.traces, cfg, own, args.out, progress=not args.quiet)
         for r in saved["own"]["rounds"]:
             print(f"round {r['round']}: {r['right']} / {r['n']} held-out problems right in {r['forwards']} forwards")

@@ -10,7 +10,9 @@ The label of a visited state is the paper's (Appendix A.4: the position's argmax
 the final token taken from an answer known to be right: the rollout's own where the task grades it right (any
 right answer will do, so a style it chose is not marked wrong), else vanilla decoding's where that is right (the
 tokens that led the rollout astray are then those whose argmax left the right answer). A problem that neither
-answers right gives no labels. The network, its features and its training (:mod:`tspd.training.train_controller`)
+answers right gives no labels. With ``labels="joint"`` the tokens the gate fired on together are judged together
+(:func:`fired_together`): a token that is right alone but was committed in the same step as a wrong one is labelled
+unsafe too, since on a coupled answer (a line's hours that must add up) it is the set that breaks it. The network, its features and its training (:mod:`tspd.training.train_controller`)
 are the paper's, unchanged: only what it learns from differs.
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ class OwnConfig:
     rollout_n: int = 200     # traces-split problems rolled out each round (the same ones every round, as DAgger)
     check_n: int = 100       # held-out traces-split problems, after the rollout ones, that judge each round
     batch: int = 32          # prompts per generate() call
+    labels: str = "token"    # "token": each state's argmax against the right answer; "joint": and tokens fired together judged together
 
 
 def label_reference(own: torch.Tensor, own_right: list[bool], vanilla: torch.Tensor, vanilla_right: list[bool]):
@@ -41,6 +44,15 @@ def label_reference(own: torch.Tensor, own_right: list[bool], vanilla: torch.Ten
     use_own = torch.tensor(own_right, dtype=torch.bool)
     has = use_own | torch.tensor(vanilla_right, dtype=torch.bool)
     return torch.where(use_own[:, None], own, vanilla), has
+
+
+def fired_together(labels: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """[S, Lb] labels of one block's steps with the tokens committed together judged together: where a step commits
+    two or more tokens (masked at that step, not at the next; every token still masked at the last step is committed
+    there) and any of them is labelled unsafe, all of them are."""
+    committed = masked & ~torch.cat([masked[1:], torch.zeros_like(masked[:1])])
+    broken = (committed.sum(-1) >= 2) & (committed & ~labels).any(-1)
+    return labels & ~(committed & broken[:, None])
 
 
 def vanilla_answers(model, task, problems: list[dict], decode: DecodeConfig, batch: int = 32) -> list[tuple]:
@@ -79,7 +91,7 @@ def rollout(model, task, problems: list[dict], net, cfg: OwnConfig, decode: Deco
             if not has[row]:
                 continue
             feats.append(f)
-            labels.append(y)
+            labels.append(fired_together(y, m) if cfg.labels == "joint" else y)
             masked.append(m)
             offsets.append(offsets[-1] + f.shape[0])
             prompt_idx.append(first_index + start + row)
