@@ -66,11 +66,14 @@ _ROLE_FDS = ("request_fd", "reply_fd", "verdict_fd")
 
 
 def _handshake(cfg: dict, status: dict) -> None:
-    """Report ``status`` on the status pipe, then block until the grader's go byte (or exit without one)."""
+    """Report ``status`` on the status pipe, then block until the grader's go byte (or exit without one); a role
+    the grader does not hold back (the tests) has no go pipe and goes on at once."""
     if cfg.get("status_fd") is None:
         return
     os.write(cfg["status_fd"], (json.dumps(status) + "\n").encode())
     os.close(cfg["status_fd"])
+    if cfg.get("go_fd") is None:
+        return
     go = os.read(cfg["go_fd"], 1)
     os.close(cfg["go_fd"])
     if go != b"g":

@@ -24,7 +24,7 @@ from tspd.sandbox.limits import Limits
 from tspd.sandbox.check import LOST
 from tspd.sandbox.outcome import SandboxResult, classify, exception_reason
 from tspd.sandbox.process import Child, read_line
-from tspd.sandbox.uid import claim_uid, interpreter, release_uid
+from tspd.sandbox.uid import claim_uids, interpreter, release_uid
 from tspd.sandbox.workdir import make_top, make_work, read_capped, remove_tree
 
 _GRACE_SECONDS = 1.0   # for the tests' process to exit after writing its verdict
@@ -41,7 +41,7 @@ def run_checked(solution: str, tests: str, *, prelude: str = "", from_program=()
     ``hide``: directories neither process may see (the benchmark's data).
     """
     isolated = limits.isolate_uid and os.geteuid() == 0 and interpreter(True) is not None
-    uids = (claim_uid(), claim_uid()) if isolated else (None, None)
+    uids = tuple(claim_uids(2)) if isolated else (None, None)
     top, children, verdict_r = None, [], None
     try:
         top = make_top(isolated)

@@ -95,11 +95,13 @@ class Child:
                   "guard": self.limits.guard, "namespaces": self.limits.namespaces, "hide": list(self.hide),
                   **self.fds}
         ends = list(self.fds.values())
+        self._status_r, status_w = os.pipe()   # every child reports its walls; only a held-back one waits for a go
+        config.update(status_fd=status_w)
+        ends.append(status_w)
         if self.handshake_wanted:
-            self._status_r, status_w = os.pipe()
             go_r, self._go_w = os.pipe()
-            config.update(status_fd=status_w, go_fd=go_r)
-            ends += [status_w, go_r]
+            config.update(go_fd=go_r)
+            ends.append(go_r)
         cmd = [interpreter(self.uid is not None), "-I", "-B", BOOT, json.dumps(config)]
         env = {**ENV, "HOME": str(self.work), "TMPDIR": str(self.work)}
         allow = allowlist(cmd[0], ENV) if self.limits.namespaces else None
@@ -129,13 +131,7 @@ class Child:
         """Read the child's status (before any code of the program ran), pin its private mounts, let it go."""
         if not self.handshake_wanted:
             return
-        try:
-            line = read_line(self._status_r, deadline)
-            self.status = json.loads(line) if line else {}
-        except (ValueError, OSError):
-            self.status = {}
-        finally:
-            os.close(self._status_r)
+        self._read_status(deadline)
         for directory in self.status.get("private", []):
             fd = leftovers.pin(self.proc.pid, directory)
             if fd is not None:
@@ -147,6 +143,19 @@ class Child:
         finally:
             os.close(self._go_w)
         self._warn_about_walls()
+
+    def _read_status(self, deadline: float) -> None:
+        """The child's status line (written by its boot before any role code ran; {} where it died first)."""
+        if self._status_r is None:
+            return
+        try:
+            line = read_line(self._status_r, deadline)
+            self.status = json.loads(line) if line else {}
+        except (ValueError, OSError):
+            self.status = {}
+        finally:
+            os.close(self._status_r)
+            self._status_r = None
 
     def _warn_about_walls(self) -> None:
         if not self.status or not self.limits.namespaces:
@@ -185,6 +194,7 @@ class Child:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        self._read_status(time.monotonic() + 1.0)   # a child without a go (the tests): what its boot reported, if it did
         if self.uid is not None:   # after the group is gone: usually nothing is left to find
             kill_uid(self.uid)
         return self.proc.returncode

@@ -132,10 +132,11 @@ def build_root(isolate, allow: dict, work: str, uid: int, status: dict) -> None:
     try:
         isolate.mount("tmpfs", STAGE, "tmpfs", isolate.MS_NOSUID | isolate.MS_NODEV, ROOT_OPTIONS)
         staged = True
+        made = set()   # directories made on the stage so far (a library directory holds dozens of binds)
         for path in binds + list(DEVICES):
-            _bind(isolate, "/proc/self/fd/%d%s" % (old_root, path), STAGE + path)
+            _bind(isolate, "/proc/self/fd/%d%s" % (old_root, path), STAGE + path, made)
         for path, target in links + list(DEV_LINKS):
-            os.makedirs(os.path.dirname(STAGE + path), exist_ok=True)
+            _make_dirs(os.path.dirname(STAGE + path), made)
             os.symlink(target, STAGE + path)
         for path in allow.get("cover", []):
             if os.path.isdir(STAGE + path):
@@ -165,11 +166,18 @@ def build_root(isolate, allow: dict, work: str, uid: int, status: dict) -> None:
         os.close(here)
 
 
-def _bind(isolate, source: str, target: str) -> None:
+def _make_dirs(path: str, made: set) -> None:
+    """``os.makedirs(path)`` unless this build made it already (``made``)."""
+    if path not in made:
+        os.makedirs(path, exist_ok=True)
+        made.add(path)
+
+
+def _bind(isolate, source: str, target: str, made: set) -> None:
     """``source`` bound at ``target``, made first (read-only later, with the whole stage: :func:`_read_only`)."""
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    _make_dirs(os.path.dirname(target), made)
     if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
+        _make_dirs(target, made)
     else:
         os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
     isolate.mount(source, target, None, isolate.MS_BIND)
@@ -194,7 +202,15 @@ def _stub_users(etc: str, uid: int, home: str) -> None:
     users = [("root", 0, "/root"), ("sandbox", uid, home), ("nobody", 65534, "/nonexistent")]
     users = [u for i, u in enumerate(users) if u[1] not in [v[1] for v in users[:i]]]
     os.makedirs(etc, exist_ok=True)
-    with open(etc + "/passwd", "w") as f:
-        f.writelines("%s:x:%d:%d:%s:%s:/usr/sbin/nologin\n" % (name, n, n, name, path) for name, n, path in users)
-    with open(etc + "/group", "w") as f:
-        f.writelines("%s:x:%d:\n" % (name, n) for name, n, _ in users)
+    _write(etc + "/passwd", "".join("%s:x:%d:%d:%s:%s:/usr/sbin/nologin\n" % (name, n, n, name, path)
+                                    for name, n, path in users))
+    _write(etc + "/group", "".join("%s:x:%d:\n" % (name, n) for name, n, _ in users))
+
+
+def _write(path: str, text: str) -> None:
+    """A new file holding ``text`` (UTF-8), with plain system calls (the text layer of ``open`` costs more here)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
