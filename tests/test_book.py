@@ -66,6 +66,16 @@ def test_rows_carry_tpf_from_the_stored_rows():
     assert row["tpf"] == 4.0 and row["nfe_mean"] == 5.0
 
 
+def test_formatted_formats_each_column_as_a_listing_and_marks_what_a_row_lacks():
+    rows = [{"method": "Ours", "accuracy": 87.25, "nfe_mean": 12.0, "tpf": 2.666, "n": 8, "params": 96},
+            {"method": "Vanilla", "accuracy": 50.0, "nfe_mean": 32.0, "tpf": 1.0, "n": 8, "params": None}]
+    table = book.formatted(rows, {"method": "method", **book.MEASURES, "params": "params:d"}, caption="c")
+    assert table.columns == ["method", "accuracy, %", "forwards a problem (NFE)", "TPF", "n", "params"]
+    assert table[0] == {"method": "Ours", "accuracy, %": "87.2", "forwards a problem (NFE)": "12.0", "TPF": "2.67",
+                        "n": "8", "params": "96"}
+    assert table.caption == "c" and "| Vanilla | 50.0 | 32.0 | 1.00 | 8 | – |" in table.to_markdown()
+
+
 def test_side_by_side_adds_our_tpf_column():
     from tspd.book.reported import side_by_side
     table = side_by_side([{"method": "A", "tps": 1.0, "setting": {}}], [{"method": "A", "tps": 2.0, "tpf": 3.5}],

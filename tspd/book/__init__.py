@@ -12,12 +12,12 @@
 - :mod:`tspd.book.controller_table`: ``python -m tspd controller-table``, the controller table (book/controllers.md):
   the experiment, its record ``results/embedded_controllers.json`` and its tables
 """
-from tspd.book.notebook import (METHODS, RUN_PARAMETERS, agreement, bars, base_run, lengths, measure,
-                                method_config, paper_model, paper_rows, pareto_front, progress_bar, provenance, results_dir,
+from tspd.book.notebook import (MEASURES, METHODS, RUN_PARAMETERS, agreement, bars, base_run, formatted, lengths,
+                                measure, method_config, paper_model, paper_rows, pareto_front, progress_bar, provenance, results_dir,
                                 row_label, rows, setup, variants_dir)
 from tspd.book.figures import paper_vs_ours
 from tspd.book.accuracy import model_note
 
 __all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_model", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
-           "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
-           "pareto_front", "model_note", "paper_vs_ours"]
+           "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "MEASURES", "formatted",
+           "provenance", "bars", "pareto_front", "model_note", "paper_vs_ours"]

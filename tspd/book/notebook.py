@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import torch
 
+from tspd.book.reported import Table
 from tspd.eval.experiments import RunConfig, RunResult, ours_label, result
 from tspd.records.runs import RUNS_DIR
 from tspd.eval.results import tpf
@@ -190,6 +191,23 @@ def rows(results: dict[str, RunResult], baseline: str | None = None, **fields) -
     return out
 
 
+# a deterministic check's measures of :func:`rows`' rows, as :func:`formatted` columns
+MEASURES = {"accuracy, %": "accuracy:.1f", "forwards a problem (NFE)": "nfe_mean:.1f", "TPF": "tpf:.2f", "n": "n"}
+
+
+def formatted(rows_: list[dict], columns: Mapping[str, str], caption: str | None = None) -> Table:
+    """``rows_`` as a :class:`~tspd.book.reported.Table` of strings, each column formatted as a listing would.
+
+    ``columns`` maps each header to ``"field"`` or ``"field:spec"`` (a format spec: ``"accuracy:.1f"``); a
+    field that a row lacks or holds as None shows as "–". A check cell's table:
+    ``book.formatted(ours, {"task": "task", "method": "method", **book.MEASURES})``.
+    """
+    def cell(row: dict, spec: str) -> str | None:
+        field, _, fmt = spec.partition(":")
+        return None if row.get(field) is None else format(row[field], fmt)
+    return Table([{h: cell(r, spec) for h, spec in columns.items()} for r in rows_], list(columns), caption)
+
+
 def provenance(results: dict[str, RunResult]) -> str:
     """``ours (tiny-arith, <cpu> (2 threads), n=8)``: what the measured numbers are."""
     first = next(iter(results.values()))
@@ -234,5 +252,5 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 
 __all__ = ["METHODS", "method_config", "row_label", "agreement", "paper_model", "paper_rows", "lengths", "base_run", "RUN_PARAMETERS",
-           "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "provenance", "bars",
-           "pareto_front"]
+           "setup", "results_dir", "variants_dir", "progress_bar", "measure", "rows", "MEASURES", "formatted",
+           "provenance", "bars", "pareto_front"]
