@@ -57,3 +57,22 @@ def test_runs_with_repository_paths_have_the_same_key_in_every_clone(tmp_path, m
     stored = RunConfig(model=TEST_MODEL, controller="tspd", controller_kwargs={"weights": "<repo>/results/variants/tspd-0123"},
                        gen_length=64, block_length=32)
     assert stored.controller_kwargs == {"weights": weights} and stored.key == keys[1]
+
+
+# A stored record's command runs from any clone: paths inside the repository are written relative to it.
+def test_a_path_inside_the_repository_is_written_relative_to_it():
+    assert provenance.relative_arg(str(provenance.REPO_ROOT / "runs" / "x" / "regime.json")) == "runs/x/regime.json"
+    assert provenance.relative_arg(f"--out={provenance.REPO_ROOT / 'runs' / 'y.json'}") == "--out=runs/y.json"
+
+
+def test_other_arguments_stay_as_given():
+    assert provenance.relative_arg("/elsewhere/model") == "/elsewhere/model"
+    assert provenance.relative_arg("--n") == "--n" and provenance.relative_arg("tiny-leaning") == "tiny-leaning"
+
+
+def test_the_command_is_named_once_whether_or_not_argv_holds_it():
+    out = str(provenance.REPO_ROOT / "runs" / "r.json")
+    want = "python -m tspd regime --model tiny-leaning --out runs/r.json"
+    assert provenance.invoked("regime", ["tspd/__main__.py", "regime", "--model", "tiny-leaning", "--out", out]) == want
+    assert provenance.invoked("regime", ["prog", "--model", "tiny-leaning", "--out", out]) == want
+    assert provenance.invoked("regime", ["prog"]) == "python -m tspd regime"

@@ -10,7 +10,9 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -18,23 +20,27 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def repo_relative(path: Path) -> str | None:
+    """``path`` (absolute) relative to the repository root, or None where it lies outside the repository."""
+    try:
+        return path.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return None
+
+
 def relative_arg(arg: str) -> str:
     """A command-line argument with an absolute path inside the repository (alone or as ``--opt=PATH``) written
-    relative to the repository root, so that a stored command runs from any clone; any other argument as given."""
+    relative to the repository root, so that a stored command runs from any clone; any other argument as given.
+    Symlinks are kept as typed (a worktree's ``runs`` link stays ``runs/...``)."""
     key, eq, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
     if value.startswith("/"):
-        try:
-            value = Path(os.path.abspath(value)).relative_to(REPO_ROOT).as_posix()
-        except ValueError:
-            pass
+        value = repo_relative(Path(os.path.abspath(value))) or value
     return f"{key}{eq}{value}"
 
 
 def invoked(command: str, argv: list[str] | None = None) -> str:
     """``python -m tspd COMMAND ARGS`` as this process was started (``argv``: ``sys.argv`` by default), with paths
     inside the repository relative to it: the command a stored record carries."""
-    import shlex
-    import sys
     argv = list(sys.argv if argv is None else argv)[1:]
     argv = argv[1:] if argv[:1] == [command] else argv
     return shlex.join(["python", "-m", "tspd", command, *map(relative_arg, argv)])
@@ -43,10 +49,9 @@ def invoked(command: str, argv: list[str] | None = None) -> str:
 def portable_path(value):
     """``value`` written ``<repo>/relative/path`` where it is an absolute path inside the repository; else as given."""
     if isinstance(value, str) and value.startswith("/"):
-        try:
-            return "<repo>/" + Path(value).resolve().relative_to(REPO_ROOT).as_posix()
-        except ValueError:
-            pass
+        relative = repo_relative(Path(value).resolve())
+        if relative is not None:
+            return "<repo>/" + relative
     return value
 
 

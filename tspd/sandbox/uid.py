@@ -50,20 +50,20 @@ def _proc_status(pid_dir: Path) -> dict[str, str]:
     return fields
 
 
+def _owners():
+    """(pid, owner) of every process, zombies included: the owner of ``/proc/<pid>``, i.e. its effective uid."""
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                yield int(name), os.stat(f"/proc/{name}").st_uid
+            except OSError:
+                continue
+
+
 def pids_of_uid(uid: int, include_zombies: bool = False) -> list[int]:
     """Pids owned by ``uid`` (owner of /proc/<pid>, i.e. the effective uid), zombies optional."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-        except OSError:
-            continue
-        if include_zombies or not _proc_status(Path("/proc", name)).get("State", "Z").startswith("Z"):
-            pids.append(int(name))
-    return pids
+    return [pid for pid, owner in _owners() if owner == uid and
+            (include_zombies or not _proc_status(Path("/proc", str(pid))).get("State", "Z").startswith("Z"))]
 
 
 def count_tasks(uid: int) -> int:
@@ -186,25 +186,13 @@ def _usable_by_other_uid(python: str) -> bool:
         release_uid(uid)
 
 
-def uids_with_processes() -> set[int]:
-    """The owners of every process (zombies included): one pass over ``/proc``."""
-    owners = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                owners.add(os.stat(f"/proc/{name}").st_uid)
-            except OSError:
-                continue
-    return owners
-
-
 def claim_uids(n: int) -> list[int]:
     """``n`` distinct uids from UID_RANGE with no process (zombies included), no passwd entry, not in use here
     (one pass over ``/proc`` for all of them: a graded run claims two)."""
     import pwd
     rng = random.SystemRandom()
     with _uid_lock:
-        busy, got = uids_with_processes(), []
+        busy, got = {owner for _, owner in _owners()}, []
         for _ in range(100 * n):   # collisions are rare; give up loudly rather than loop forever
             uid = rng.randrange(*UID_RANGE)
             if uid in _uids_in_use or uid in busy:

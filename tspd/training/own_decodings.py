@@ -12,8 +12,9 @@ right answer will do, so a style it chose is not marked wrong), else vanilla dec
 tokens that led the rollout astray are then those whose argmax left the right answer). A problem that neither
 answers right gives no labels. With ``labels="joint"`` the tokens the gate fired on together are judged together
 (:func:`fired_together`): a token that is right alone but was committed in the same step as a wrong one is labelled
-unsafe too, since on a coupled answer (a line's hours that must add up) it is the set that breaks it. The network, its features and its training (:mod:`tspd.training.train_controller`)
-are the paper's, unchanged: only what it learns from differs.
+unsafe too, since on a coupled answer (a line's hours that must add up) it is the set that breaks it. The network,
+its features and its training (:mod:`tspd.training.train_controller`) are the paper's, unchanged: only what it
+learns from differs.
 """
 from __future__ import annotations
 
