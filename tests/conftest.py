@@ -21,8 +21,8 @@ FULL_DATA = task_data.default_data_dir().resolve() != FIXTURE_DATA.resolve() \
 if not FULL_DATA:
     os.environ[task_data.ENV_VAR] = str(FIXTURE_DATA)
 # test-split sizes of the full data and of the rows vendored in tests/data
-FULL_SIZES = {"gsm8k": 1319, "math": 5000, "math500": 500, "humaneval": 164, "mbpp": 500, "arith": 500, "chain": 500, "roster": 500, "styled": 500, "leaning": 500, "trail": 500, "shell": 500}
-SIZES = FULL_SIZES if FULL_DATA else {"gsm8k": 40, "math": 6, "math500": 6, "humaneval": 6, "mbpp": 7, "arith": 500, "chain": 500, "roster": 500, "styled": 500, "leaning": 500, "trail": 500, "shell": 500}
+FULL_SIZES = {"gsm8k": 1319, "math": 5000, "math500": 500, "humaneval": 164, "mbpp": 500, "arith": 500, "chain": 500, "roster": 500, "styled": 500, "leaning": 500, "trail": 500, "shell": 500, "leaning_shell": 500}
+SIZES = FULL_SIZES if FULL_DATA else {"gsm8k": 40, "math": 6, "math500": 6, "humaneval": 6, "mbpp": 7, "arith": 500, "chain": 500, "roster": 500, "styled": 500, "leaning": 500, "trail": 500, "shell": 500, "leaning_shell": 500}
 
 # Tiny models run fastest on one thread, and several test processes may share the cores.
 torch.set_num_threads(1)

@@ -40,3 +40,21 @@ def test_the_chains_of_a_game_are_its_cups():
     from tspd.training.serial_probes import chains
     p = shell.make_problem(random.Random(1))
     assert [p["answer"][s:e] for s, e in chains(p)[0]] == [str(c) for c in p["cups"]]
+
+
+def test_leaning_shell_writes_the_same_cups_in_any_style_and_grades_them():
+    from tspd.tasks import leaning_shell
+    problems = leaning_shell.load_split("test", 200)
+    texts = [p["answer"] for p in problems]
+    assert all(leaning_shell.right(p, t) for p, t in zip(problems, texts))
+    ok, total = leaning_shell.line_accuracy(problems, texts)["line"]
+    assert ok == total == sum(len(p["cups"]) for p in problems)
+    seconds = sum(t.count("=") + t.count(";") for t in texts)
+    assert seconds > 0   # some runs are mixed
+    assert any("=" not in t and ";" not in t and len(p["cups"]) > 3 for p, t in zip(problems, texts))  # some plain
+    assert shell.line_accuracy([{"cups": [2, 5]}], ["1=2;2:4\n#### 4"]) == {"line": [1, 2]}
+
+
+def test_an_always_plain_style_writes_shells_answer():
+    p = shell.make_problem(random.Random(3), odds=(1.0, 0.4))   # every run plain: the plain answer exactly
+    assert p["answer"] == shell.make_problem(random.Random(3))["answer"]

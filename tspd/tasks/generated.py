@@ -12,10 +12,11 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Callable
 
-from tspd.tasks import arith, chain, drill, leaning, roster, shell, styled, trail
+from tspd.tasks import arith, chain, drill, leaning, leaning_shell, roster, shell, styled, trail
 
 GENERATED: dict[str, ModuleType] = {"arith": arith, "chain": chain, "drill": drill, "roster": roster,
-                                 "styled": styled, "leaning": leaning, "trail": trail, "shell": shell}
+                                 "styled": styled, "leaning": leaning, "trail": trail, "shell": shell,
+                                 "leaning_shell": leaning_shell}
 MIX_ONLY = {"drill"}   # shares of another task's batches (--mix-tasks), never a --task of their own
 
 

@@ -1,4 +1,4 @@
-"""The task registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning, trail and shell.
+"""The task registry: ``get_task(name)`` for gsm8k, math, math500, humaneval, mbpp, arith, chain, roster, styled, leaning, trail, shell and leaning_shell.
 
 Every task has ``samples(limit)``, ``prompt(sample, tokenizer, chat)``, ``stop_strings(chat)``,
 ``postprocess(text, chat)``, ``reference_completion(sample)`` and ``grade(sample, completion)``;
@@ -21,9 +21,10 @@ from tspd.tasks.leaning import Leaning
 from tspd.tasks.styled import Styled
 from tspd.tasks.trail import Trail
 from tspd.tasks.shell import Shell
+from tspd.tasks.leaning_shell import LeaningShell
 
 TASKS: dict[str, type[Task]] = {t.name: t for t in (GSM8K, MATH, MATH500, HumanEval, MBPP, Arith, Chain, Roster, Styled,
-                                                                     Leaning, Trail, Shell)}
+                                                                     Leaning, Trail, Shell, LeaningShell)}
 
 __all__ = ["TASKS", "ENV_VAR", "Task", "TaskDataError", "cut_at_stop", "default_data_dir", "get_task",
            "render_prompt", "use_chat"]

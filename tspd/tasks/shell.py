@@ -17,6 +17,10 @@ does on GSM8K (Sec. 3). Game lengths spread as :data:`LENGTH_WEIGHT` says (short
 
 Graded as GSM8K is, on the final answer (``#### c``), so a slip the game undoes is forgiven; every token is one
 token of a tokenizer with digits one per token. Splits are decided by a hash of the question, as in ``roster``.
+
+With ``odds`` (:mod:`tspd.tasks.leaning_shell`), the answer's markers also draw a style, as ``styled``'s lines do:
+every :data:`STYLE_ITEMS` items a run is *plain* (each joiner ``:``, each separator a space) with odds ``odds[0]``,
+else each marker takes its first form with probability ``odds[1]`` (the second: ``=``, ``;``). Any form is right.
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ SUMMARY = "shell games tracked swap by swap, each cup one step from the one befo
 CUPS = 5             # cups 1..CUPS (one digit each)
 SWAPS = (1, 11)      # swaps per game, inclusive (a game fits a 64-token window)
 LENGTH_WEIGHT = 1.0  # a game of n swaps is drawn with weight 1 / n ** LENGTH_WEIGHT
+FORMS = {"join": (":", "="), "sep": (" ", ";")}   # a marker's first and second form, one token each
+STYLE_ITEMS = 3      # items per style run: the oracle's rises grow with it (2: 8 %, 3: 15 %, 4: 20 % of answer tokens)
 
 
 def track(start: int, swaps: list[tuple[int, int]]) -> list[int]:
@@ -44,8 +50,21 @@ def track(start: int, swaps: list[tuple[int, int]]) -> list[int]:
     return out
 
 
-def make_problem(rng: random.Random) -> dict:
-    """One random game: ``{"template", "question", "answer", "final", "start", "swaps", "cups"}``."""
+def styled_items(rng: random.Random, cups: list[int], odds: tuple[float, float]) -> str:
+    """The answer's line ``1:c 2:c ...`` with its markers drawn per run of :data:`STYLE_ITEMS` items: all first forms
+    with odds ``odds[0]``, else each the first with probability ``odds[1]``."""
+    out = []
+    for i, c in enumerate(cups):
+        if i % STYLE_ITEMS == 0:
+            mixed = rng.random() >= odds[0]
+        join, sep = (FORMS[k][int(mixed and rng.random() >= odds[1])] for k in ("join", "sep"))
+        out.append(f"{i + 1}{join}{c}" + (sep if i < len(cups) - 1 else ""))
+    return "".join(out)
+
+
+def make_problem(rng: random.Random, odds: tuple[float, float] | None = None) -> dict:
+    """One random game: ``{"template", "question", "answer", "final", "start", "swaps", "cups"}``; ``odds``:
+    (P_PLAIN, P_MIXED_FIRST) of the markers' style, None for the plain answer."""
     lengths = range(SWAPS[0], SWAPS[1] + 1)
     n = rng.choices(lengths, weights=[1 / k ** LENGTH_WEIGHT for k in lengths])[0]
     start = rng.randint(1, CUPS)
@@ -53,7 +72,8 @@ def make_problem(rng: random.Random) -> dict:
     cups = track(start, swaps)
     question = (f"Cups 1-{CUPS}. Ball under {start}. Swaps: " + " ".join(f"{i}:{a}{b}" for i, (a, b) in
                                                                        enumerate(swaps, 1)) + ".")
-    answer = " ".join(f"{i}:{c}" for i, c in enumerate(cups, 1)) + f"\n#### {cups[-1]}"
+    line = " ".join(f"{i}:{c}" for i, c in enumerate(cups, 1)) if odds is None else styled_items(rng, cups, odds)
+    answer = f"{line}\n#### {cups[-1]}"
     return {"template": f"shell{n}", "question": question, "answer": answer, "final": str(cups[-1]), "start": start,
             "swaps": swaps, "cups": cups}
 
@@ -72,8 +92,11 @@ def right(problem: dict, text: str) -> bool:
 
 
 def cups_written(text: str | None) -> list[str]:
-    """The cups an answer writes before its ``####``, in order (``i:c`` items)."""
-    return [item.partition(":")[2] for item in (text or "").partition("####")[0].split()]
+    """The cups an answer writes before its ``####``, in order (``i:c`` items, any form of the markers)."""
+    line = (text or "").partition("####")[0]
+    for second, first in zip(FORMS["join"][1] + FORMS["sep"][1], FORMS["join"][0] + FORMS["sep"][0]):
+        line = line.replace(second, first)
+    return [item.partition(":")[2] for item in line.split()]
 
 
 def line_accuracy(problems: list[dict], texts: list[str]) -> dict[str, list[int]]:

@@ -18,7 +18,7 @@ import torch
 
 from types import ModuleType
 
-from tspd.tasks import shell, trail
+from tspd.tasks import leaning_shell, shell, trail
 from tspd.training.probes import _encode, _window, task_row, token_positions
 
 HOPS = (1, 2, 4)
@@ -31,9 +31,9 @@ def chains(problem: dict) -> list[list[tuple[int, int]]]:
     """The character spans of each chain's computed tokens in the reference answer: per trail line its letters after
     the start letter (the start is copied, not computed), or the game's cups."""
     out, start = [], 0
-    if "cups" in problem:   # shell: "1:2 2:5 ...", a cup after each ':'
+    if "cups" in problem:   # shell: "1:2 2:5 ...", a cup after each joiner (':' or leaning_shell's '=')
         text = problem["answer"].partition("\n")[0]
-        return [[(i + 1, i + 2) for i, c in enumerate(text) if c == ":"]]
+        return [[(i + 1, i + 2) for i, c in enumerate(text) if c in shell.FORMS["join"]]]
     for text in problem["lines"]:
         out.append([(start + i, start + i + 1) for i, c in enumerate(text) if c.isalpha()][1:])
         start += len(text) + 1
@@ -68,7 +68,7 @@ def run_probes(model, tokenizer, problems: list[dict], gen_length: int, *, mask_
     return {k: row[k] for k in NAMES}
 
 
-SERIAL = (trail, shell)   # the tasks these probes read
+SERIAL = (trail, shell, leaning_shell)   # the tasks these probes read
 
 
 __all__ = ["HOPS", "NAMES", "COLUMNS", "SERIAL", "chains", "run_probes"]
