@@ -103,3 +103,14 @@ def test_the_status_table_of_two_token_forms_follows_the_record(tmp_path):
     rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[3:]}
     assert rows[SHIFTED[0][0]].endswith("| 18.0 [17.0, 19.0] | 3.0 [2.0, 4.0] | no |")
     assert rows[SHIFTED[1][0]].endswith("| 21.0 [20.0, 22.0] | 6.0 [5.0, 7.0] | yes |")
+
+
+def test_a_shell_layout_puts_each_runs_markers_in_one_style_group():
+    from tspd.measures.oracle import shell_layout
+    lay = shell_layout({"cups": [2, 5, 5, 1]}, tail=3)
+    assert lay.answer == len(lay.slots) == 4 * 4 + 3    # per item: index, joiner, cup, separator (the last: newline)
+    assert [len(g.rows[0][1]) for g in lay.groups.values()] == [6, 1]   # three items' markers, then the last joiner
+    (b,) = decode(lay, 32, 32)
+    assert b.certain_first[:4].tolist() == [True, False, True, False] and b.unsure.sum() >= 2
+    plain = shell_layout({"cups": [2, 5, 5, 1]}, tail=3, odds=(1.0, 0.4))
+    assert decode(plain, 32, 32)[0].certain_first[:lay.answer].all()

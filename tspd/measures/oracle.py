@@ -171,6 +171,24 @@ def roster_layout(problem: dict, header: int, tail: int) -> Layout:
     return Layout(slots, groups, len(slots))
 
 
+def shell_layout(problem: dict, tail: int, odds: tuple[float, float] | None = None) -> Layout:
+    """The ``leaning_shell`` task's process (:mod:`tspd.tasks.leaning_shell`): each item's index (one token a digit)
+    and cup certain (a perfect model has composed every swap), its joiner and separator places in its run's style
+    group (:data:`tspd.tasks.shell.STYLE_ITEMS` items a run), the newline and ``tail`` tokens (``#### c``) certain."""
+    from tspd.tasks import leaning_shell, shell
+    odds = odds or (leaning_shell.P_PLAIN, leaning_shell.P_MIXED_FIRST)
+    n, run = len(problem["cups"]), shell.STYLE_ITEMS
+    slots, groups = [], {}
+    for i in range(n):
+        g, k = f"s{i // run}", 2 * (i % run)
+        if i % run == 0:
+            items = min(run, n - i)
+            groups[g] = styles(2 * items - (i + items == n), *odds)   # the last item has no separator
+        slots += [None] * len(str(i + 1)) + [(g, k), None] + ([(g, k + 1)] if i < n - 1 else [None])
+    slots += [None] * tail
+    return Layout(slots, groups, len(slots))
+
+
 # token codes of a shifted line's places (any distinct integers: the measures compare them, nothing reads them)
 MARKS = {"will": 0, "each": 1, ",": 2, ";": 3, "and": 4, " ": 5, ":": 6, ".": 7, "\n": 8, "for": 9}
 CHORE, HOUR = 100, 200   # a chore's code is CHORE + its index, an hour's HOUR + its value
@@ -282,7 +300,7 @@ ODDS = ((0.3, 0.4), (0.2, 0.4), (0.5, 0.4), (0.3, 0.6))   # other (P_PLAIN, P_MI
 
 def designs(n: int, header: int, tail: int) -> dict[str, tuple[list[Layout], int | None, str]]:
     """The record's designs on ``n`` answers each: name -> (layouts, sample seed or None for argmax, what it is)."""
-    from tspd.tasks import roster, styled
+    from tspd.tasks import leaning_shell, roster, styled
     st, ro, rng = styled.load_split("test", n), roster.load_split("test", n), random.Random(0)
     out = {"roster": ([roster_layout(p, header, tail) for p in ro], None, "the roster task (tiny-roster's)"),
            "styled": ([styled_layout(p, header, tail) for p in st], None, "the styled task (tiny-styled's)"),
@@ -293,6 +311,8 @@ def designs(n: int, header: int, tail: int) -> dict[str, tuple[list[Layout], int
                                                       "the styled task with other odds (P_PLAIN / P_MIXED_FIRST)")
     for name, kw, what in SHIFTED:
         out[name] = ([shifted_layout(p, header, tail, **kw) for p in st], None, what)
+    out["leaning_shell"] = ([shell_layout(p, tail) for p in leaning_shell.load_split("test", n)], None,
+                            "the leaning_shell task (its markers' styles; every cup certain)")
     out["phrasings"] = ([phrasings_layout(rng) for _ in range(n)], None,
                         "each line one of 32 phrasings (odds 0.9 ** rank), 28 binary tokens a function of it")
     return out
