@@ -11,11 +11,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LARGE = 2_000_000    # bytes: a larger tracked file must match ALLOWED
-TREE = 52_000_000    # bytes: every tracked file together (code, notebooks, records, the embedded models: 40 MB
+TREE = 55_000_000    # bytes: every tracked file together (code, notebooks, records, the embedded models: 40 MB
                      # until the Dream- and MoE-layout models, 6.9 MB of weights, and their Table 2 runs came;
                      # 44 MB until tiny-styled, the model with the paper's Section 3 dynamics, 2.6 MB; 47 MB until
                      # tiny-leaning, the first whose caches hold with those dynamics, 2.5 MB; 50 MB until
-                     # tiny-shell, the first whose accuracy slopes with tokens per step, 2.3 MB) ...
+                     # tiny-shell, the first whose accuracy slopes with tokens per step, 2.3 MB; 52 MB until
+                     # tiny-leaning-shell, a slope with the Section 3 middle, 2.2 MB) ...
 STAGED = 30_000_000  # ... but the book's runs on its next model, measured ahead (scripts/stage_book.sh): the
 STAGING = "results/staging/"   # switch moves them into results/ and the old book's runs leave the tree
 TRACES = "a trace set the notebooks read back (tspd.training.variants.traces, gzip); collecting it again decodes " \
