@@ -281,3 +281,10 @@ def test_a_record_measured_by_batch_resumes_keeps_a_complete_one_and_remeasures_
     seen.clear()
     assert run(dict(meta, git="c")) == record and not seen
     assert run(dict(meta, setting=2))["git"] == "a" and seen == [1, 2, 3, 4]
+
+
+def test_a_record_written_into_a_missing_directory_makes_it(tmp_path):
+    """A run's first save (an own-rounds state under a fresh --out) must not fail on a folder nobody made yet."""
+    from tspd.records.files import write_text_atomic
+    path = write_text_atomic(tmp_path / "new" / "deeper" / "state.txt", "round 0")
+    assert path.read_text() == "round 0" and [p.name for p in path.parent.iterdir()] == ["state.txt"]

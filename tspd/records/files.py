@@ -36,8 +36,10 @@ def write_rows_json(path: str | Path, record: dict) -> Path:
 
 def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` into a temporary file beside ``path``, then moved onto it: a reader (another test process, a
-    notebook) sees the old file or the new one, never half of one, and an interrupted run leaves no torn file."""
+    notebook) sees the old file or the new one, never half of one, and an interrupted run leaves no torn file. A
+    missing parent directory is made."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     write(tmp)
     tmp.replace(path)
