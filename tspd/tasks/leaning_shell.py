@@ -11,8 +11,9 @@ added to a slope, without coupling any answer's correctness to a joint choice::
     1:2 2:5 3=5;4:5
     #### 5
 
-On the exact posterior (a perfect model, cups certain; ``results/training/oracle``) these markers make 38 % of
-answer tokens right but unsure and 15 % rise before 0.9. Graded as ``shell``, on the final ``#### c``.
+On the exact posterior (a perfect model, cups certain; design ``leaning_shell`` of ``results/training/oracle``)
+these markers make 37 % of answer tokens right but unsure and 14 % rise before 0.9; Fig. 1's gap there is 0, so a
+trained model's gap is its own computation of the cups. Graded as ``shell``, on the final ``#### c``.
 """
 from __future__ import annotations
 
