@@ -15,6 +15,7 @@ def test_a_row_per_model_with_a_regime_record_and_llada_last():
 def test_a_rows_figures_are_its_records():
     row = next(r for r in dashboard.zoo_rows() if r[0].startswith("`tiny-roster`"))
     found = targets(regime_file.load("tiny-roster").data)
-    assert row[5] == f"{sum(t['met'] for t in found)} of {len(found)}"
+    met, point = sum(t["met"] for t in found), sum(t["point_met"] and not t["met"] for t in found)
+    assert row[5] == f"{met} / {point} of {len(found)}"
     fixed2 = next(t for t in found if t["target"] == "fixed2_loss")
     assert row[3].split(" / ")[0] == f"{fixed2['value']:.1f}"

@@ -20,8 +20,8 @@ from __future__ import annotations
 from functools import partial
 
 from tspd.tasks import leaning, shell, splits
-from tspd.tasks.shell import (BLOCK_LENGTH, GEN_LENGTH, SPLIT_SIZES, extract_answer, line_accuracy, prompt,  # noqa: F401
-                              right, template_accuracy)
+from tspd.tasks.shell import (BLOCK_LENGTH, GEN_LENGTH, SPLIT_SIZES, extract_answer,  # noqa: F401
+                              line_accuracy, prompt, right, template_accuracy)
 from tspd.tasks.splits import Splits
 
 SUMMARY = "shell games tracked swap by swap, in answers whose markers lean to a drawn style"  # the book's phrase

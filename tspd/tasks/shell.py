@@ -38,7 +38,7 @@ CUPS = 5             # cups 1..CUPS (one digit each)
 SWAPS = (1, 11)      # swaps per game, inclusive (a game fits a 64-token window)
 LENGTH_WEIGHT = 1.0  # a game of n swaps is drawn with weight 1 / n ** LENGTH_WEIGHT
 FORMS = {"join": (":", "="), "sep": (" ", ";")}   # a marker's first and second form, one token each
-STYLE_ITEMS = 3      # items per style run: the oracle's rises grow with it (a scratch sweep, n = 200: 2 / 3 / 4 items 8 / 15 / 20 %)
+STYLE_ITEMS = 3      # items a style run: the oracle's rises grow with it (n = 200: 2 / 3 / 4 -> 8 / 15 / 20 %)
 
 
 def track(start: int, swaps: list[tuple[int, int]]) -> list[int]:
