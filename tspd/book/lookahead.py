@@ -151,7 +151,6 @@ def lookahead(spec: LookaheadSpec, variants_dir: str | Path, progress: bool = Tr
         if data.get("format") == FORMAT:
             return data
     data = measure(spec, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, lambda tmp: torch.save(data, tmp))   # an interrupted decode leaves no torn file
     return data
 

@@ -18,10 +18,7 @@ def read_json(path: str | Path):
 
 def write_json(path: str | Path, data, indent: int = 1) -> Path:
     """``data`` as indented JSON and a final newline (the layout of every committed record)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(data, indent=indent) + "\n")
-    return path
+    return write_text_atomic(path, json.dumps(data, indent=indent) + "\n")
 
 
 def write_rows_json(path: str | Path, record: dict) -> Path:
@@ -29,8 +26,6 @@ def write_rows_json(path: str | Path, record: dict) -> Path:
     written batch by batch stays readable in a diff, and a kill leaves the previous batch's file)."""
     head = {k: v for k, v in record.items() if k != "rows"}
     rows = ",\n".join("  " + json.dumps(r, separators=(",", ":")) for r in record.get("rows", []))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(path, json.dumps(head, indent=1)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n")
 
 

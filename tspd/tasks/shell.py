@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 
-from tspd.tasks import arith, roster, splits
+from tspd.tasks import arith, roster, splits, styled
 from tspd.tasks.arith import extract_answer
 from tspd.tasks.base import GeneratedTask
 from tspd.tasks.splits import Splits
@@ -39,6 +39,7 @@ SWAPS = (1, 11)      # swaps per game, inclusive (a game fits a 64-token window)
 LENGTH_WEIGHT = 1.0  # a game of n swaps is drawn with weight 1 / n ** LENGTH_WEIGHT
 FORMS = {"join": (":", "="), "sep": (" ", ";")}   # a marker's first and second form, one token each
 STYLE_ITEMS = 3      # items a style run: the oracle's rises grow with it (n = 200: 2 / 3 / 4 -> 8 / 15 / 20 %)
+_FIRST_FORMS = str.maketrans({second: first for first, second in FORMS.values()})   # any style read as plain
 
 
 def track(start: int, swaps: list[tuple[int, int]]) -> list[int]:
@@ -57,7 +58,7 @@ def styled_items(rng: random.Random, cups: list[int], odds: tuple[float, float])
     for i, c in enumerate(cups):
         if i % STYLE_ITEMS == 0:
             mixed = rng.random() >= odds[0]
-        join, sep = (FORMS[k][int(mixed and rng.random() >= odds[1])] for k in ("join", "sep"))
+        join, sep = (styled.draw_form(rng, mixed, FORMS[k], odds[1]) for k in ("join", "sep"))
         out.append(f"{i + 1}{join}{c}" + (sep if i < len(cups) - 1 else ""))
     return "".join(out)
 
@@ -93,9 +94,7 @@ def right(problem: dict, text: str) -> bool:
 
 def cups_written(text: str | None) -> list[str]:
     """The cups an answer writes before its ``####``, in order (``i:c`` items, any form of the markers)."""
-    line = (text or "").partition("####")[0]
-    for second, first in zip(FORMS["join"][1] + FORMS["sep"][1], FORMS["join"][0] + FORMS["sep"][0]):
-        line = line.replace(second, first)
+    line = (text or "").partition("####")[0].translate(_FIRST_FORMS)
     return [item.partition(":")[2] for item in line.split()]
 
 

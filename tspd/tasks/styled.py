@@ -47,10 +47,15 @@ STYLES = "PM"        # plain, mixed (a problem's ``styles``: one letter a line)
 HOURS = (2, 3)   # a chore's hours; a day's total decides how many take 3
 
 
+def draw_form(rng: random.Random, mixed: bool, forms: tuple[str, str], p_first: float = P_MIXED_FIRST) -> str:
+    """A marker of two ``forms``: its first on a plain run; on a mixed one, the first with probability ``p_first``,
+    else the second (``shell``'s styled answers draw theirs here too)."""
+    return forms[int(mixed and rng.random() >= p_first)]
+
+
 def _form(rng: random.Random, mixed: bool, kind: str, p_first: float = P_MIXED_FIRST) -> str:
-    """A marker of ``kind``: its first form on a plain line; on a mixed one, the first with probability
-    ``p_first``, else the second."""
-    return FORMS[kind][int(mixed and rng.random() >= p_first)]
+    """A marker of ``kind`` (:data:`FORMS`), drawn by :func:`draw_form`."""
+    return draw_form(rng, mixed, FORMS[kind], p_first)
 
 
 def line(rng: random.Random, mixed: bool, day: int, chores: list[str], hours: list[int],

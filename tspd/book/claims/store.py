@@ -75,7 +75,6 @@ def report(notebook: str, claims: dict[str, Claim], claims_dir: str | Path | Non
                       indent=1, ensure_ascii=False) + "\n"
     p = path(notebook, claims_dir)
     if not p.exists() or p.read_text() != text:
-        p.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(p, text)
 
 
