@@ -6,12 +6,14 @@
 - every notebook's parameter cell names NAME where it named the old model (``model``, ``models``,
   ``model_name``, ``out_dir``), NAME's task where it named the old one (``tasks``) and NAME's traces split
   (``trace_source`` and the comments that list the sources); the regime page also shows the old model
-  (``compare``), so the book keeps one model where parallel decoding is free beside one where it is not.
+  (``compare``: the two swap places), so the book keeps one model where parallel decoding is free beside one where
+  it is not.
 
 With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.sh NAME``, under
 ``results/staging/NAME/``) also take the place of the old model's: ``results/runs``, ``results/variants`` and
-``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (every file there
-is the old book model's; they stay in git's history, and the tree keeps its size: tests/test_tree.py). The runs
+``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (the old book model's files stay in
+git's history, and the tree keeps its size: tests/test_tree.py); the book's runs of other models (Table 2's
+backbones, the own-decodings page's models) are kept. The runs
 of a staged controller variant are renamed for the variant's new place (:func:`rekey_runs`), so that the book
 reads them back. It refuses, naming what is missing, while the staging is unfinished.
 
@@ -34,11 +36,19 @@ BOOK_MODEL = ROOT / "tspd" / "zoo" / "book.json"   # this tree's (the script may
 
 
 def switched_cell(source: str, old: str, new: str, old_task: str, new_task: str) -> str:
-    source = source.replace(f'"{old}"', f'"{new}"').replace(f'runs/{old}-', f'runs/{new}-')
-    source = source.replace(f'["{old_task}"]', f'["{new_task}"]').replace(f"{old_task}-traces", f"{new_task}-traces")
-    if source.startswith("model:") and "\ncompare: list = []" in source:   # the regime page: the old model beside
-        source = source.replace("\ncompare: list = []", f'\ncompare: list = ["{old}"]')
-    return source
+    """A parameter cell on NEW where it named OLD; the regime page's ``compare`` line swaps the two instead, so
+    that the page keeps the old model beside the new one and does not show the new one twice."""
+    lines = []
+    for line in source.split("\n"):
+        if line.startswith("compare: list = "):
+            line = line.replace(f'"{old}"', "\0").replace(f'"{new}"', f'"{old}"').replace("\0", f'"{new}"')
+            if line.startswith("compare: list = []"):
+                line = line.replace("compare: list = []", f'compare: list = ["{old}"]', 1)
+        else:
+            line = line.replace(f'"{old}"', f'"{new}"').replace(f'runs/{old}-', f'runs/{new}-')
+            line = line.replace(f'["{old_task}"]', f'["{new_task}"]').replace(f"{old_task}-traces", f"{new_task}-traces")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def staged_parts(name: str) -> list[tuple[str, str]]:
@@ -86,14 +96,34 @@ def rekey_runs(runs: Path, old: str, new: str) -> list[str]:
     return done
 
 
-def move_staged(root: Path, name: str) -> list[str]:
-    """Move ``results/staging/NAME``'s records in place of the book's (see the module's docstring); returns what
-    moved. Raises FileNotFoundError naming what the staging lacks (then nothing moves)."""
+def carry_runs(book_runs: Path, staged_runs: Path, old: str) -> list[str]:
+    """Copy into the staged runs every run of the book's that decodes another model than OLD (the pages that show
+    other models beside the book's: Table 2's backbones, the own-decodings page) and that the staging lacks, so
+    that the switch removes only the old model's runs. Returns the keys carried."""
+    from tspd.records import runs as registry
+    carried = []
+    for meta in registry.sidecars(book_runs):
+        key = meta["key"]
+        if meta.get("config", {}).get("model") == old or (staged_runs / f"{key}.json").exists():
+            continue
+        for f in book_runs.glob(f"{key}.*"):
+            if ".stale-" not in f.name:
+                shutil.copy2(f, staged_runs / f.name)
+        carried.append(key)
+    return carried
+
+
+def move_staged(root: Path, name: str, old: str) -> list[str]:
+    """Move ``results/staging/NAME``'s records in place of the book's (see the module's docstring), the book's runs
+    of models other than OLD (the book's model until now) carried over (:func:`carry_runs`); returns what moved.
+    Raises FileNotFoundError naming what the staging lacks (then nothing moves)."""
     parts = staged_parts(name)
     missing = [src for src, _ in parts if not (root / src).exists()]
     if missing:
         raise FileNotFoundError(f"the staging lacks {', '.join(missing)}: finish "
                                 f"`bash scripts/stage_book.sh {name}` first")
+    staged_runs, runs = parts[-1]
+    carried = carry_runs(root / runs, root / staged_runs, old) if (root / runs).is_dir() else []
     for src, dest in parts:
         if (root / dest).is_dir():
             shutil.rmtree(root / dest)
@@ -102,9 +132,9 @@ def move_staged(root: Path, name: str) -> list[str]:
         shutil.move(root / src, root / dest)
     shutil.rmtree(root / "results" / "staging" / name)
     (variants_src, variants), *_ = parts
-    runs = parts[-1][1]
     rekeyed = rekey_runs(root / runs, f"<repo>/{variants_src}/", f"<repo>/{variants}/")
-    return [f"{src} -> {dest}" for src, dest in parts] + [f"{runs}: run {r} (its weights moved)" for r in rekeyed]
+    return ([f"{src} -> {dest}" for src, dest in parts] + [f"{runs}: run {k} of another model kept" for k in carried]
+            + [f"{runs}: run {r} (its weights moved)" for r in rekeyed])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,14 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     if not (ZOO / new).is_dir():
         print(f"error: tspd/zoo/{new} is missing (NAME is an embedded model's name)")
         return 2
+    book = json.loads(BOOK_MODEL.read_text())
+    old = book["model"]
     if args.staged:
         try:
-            print("\n".join(move_staged(ROOT, new)))
+            print("\n".join(move_staged(ROOT, new, old)))
         except FileNotFoundError as e:
             print(f"error: {e}")
             return 2
-    book = json.loads(BOOK_MODEL.read_text())
-    old = book["model"]
     old_task, new_task = checkpoint_task(old), checkpoint_task(new)
     write_json(BOOK_MODEL, {**book, "model": new})
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -135,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         switched = switched_cell(source, old, new, old_task, new_task)
         if switched != source:
             cell["source"] = switched.splitlines(keepends=True)
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
+            raw = path.read_text()
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + ("\n" if raw.endswith("\n") else ""))
             print(f"{path.relative_to(ROOT)}: parameters switched to {new}")
     print(f"DEFAULT_MODEL: {old} -> {new}")
     if args.staged:   # the staged runs are in place: the book's stages must read them back, not set them aside

@@ -137,43 +137,56 @@ def test_equal_accuracy_divides_the_sweeps_forwards_at_the_references_accuracy(t
     assert pareto.equal_accuracy(path) is None
 
 
-def test_the_premise_figure_reads_every_committed_sweep():
+def test_the_premise_map_reads_every_committed_sweep():
     from tspd.book.pareto import sweep_ratios
     got = sweep_ratios()
     assert {"tiny-roster", "tiny-styled"} <= set(got)
     assert got["tiny-styled"]["lo"] > 1      # slower than Fast-dLLM at its accuracy, the whole interval
 
 
-def test_a_default_gate_is_placed_only_at_equal_accuracy():
-    """A model without a gate sweep is placed at its default gate only where TSPD + CE's right answers are Fast-dLLM's
-    within one; else the legend names it, unplaced (0.49 of the forwards at 0 of 100 right is no gain)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    from tspd.measures.dynamics import premise_figure
+def test_a_default_gate_counts_only_at_equal_accuracy():
+    """A model without a gate sweep gets a ratio at its default gate only where TSPD + CE's right answers are
+    Fast-dLLM's within one (0.49 of the forwards at 0 of 100 right is no gain)."""
+    from tspd.measures.dynamics import equal_accuracy_ratio
     cell = {"value": 40.0, "lo": 39.0, "hi": 41.0}
     rec = lambda ours, fast: {"summary": {"unsure": cell, "prompts": 100, "tspd_ce_correct": ours,   # noqa: E731
                                           "fast_correct": fast,
                                           "tspd_ce": {"over_fast": {"value": 0.5, "lo": 0.4, "hi": 0.6}}}}
-    fig = premise_figure({"even": rec(99, 100), "broken": rec(0, 100)}, sweeps={})
-    ax = fig.axes[0]
-    labels = {t.get_text().split(" ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
-    assert "not placed" in labels["broken"] and "not placed" not in labels["even"]
-    assert len(ax.containers) == 1      # one error bar: the even model's
+    even, _ = equal_accuracy_ratio("even", rec(99, 100), sweeps={})
+    broken, how = equal_accuracy_ratio("broken", rec(0, 100), sweeps={})
+    assert even["value"] == 0.5 and broken is None and "not at equal accuracy" in how
 
 
-def test_a_gate_sweep_that_never_reaches_the_accuracy_is_named_not_placed():
-    import matplotlib
-    matplotlib.use("Agg")
-    from tspd.measures.dynamics import premise_figure
-    cell = {"value": 40.0, "lo": 39.0, "hi": 41.0}
-    rec = {"summary": {"unsure": cell, "prompts": 200, "tspd_ce_correct": 0, "fast_correct": 200}}
+def test_a_gate_sweep_that_never_reaches_the_accuracy_gives_no_ratio():
+    from tspd.measures.dynamics import equal_accuracy_ratio
+    rec = {"summary": {"unsure": {"value": 40.0, "lo": 39.0, "hi": 41.0}, "prompts": 200, "tspd_ce_correct": 0,
+                       "fast_correct": 200}}
     never = {"value": float("inf"), "lo": float("inf"), "hi": float("inf"), "reference_accuracy": 100.0, "n": 200}
     reached = {"value": 3.5, "lo": 3.3, "hi": float("inf"), "reference_accuracy": 89.5, "n": 200}
-    fig = premise_figure({"never": rec, "reached": rec}, sweeps={"never": never, "reached": reached})
-    ax = fig.axes[0]
-    labels = {t.get_text().split(" ")[0]: t.get_text() for t in ax.get_legend().get_texts()}
-    assert "never reaches" in labels["never"] and "not placed" not in labels["reached"]
-    assert len(ax.containers) == 1 and ax.get_ylim()[1] < float("inf")
+    assert equal_accuracy_ratio("m", rec, {"m": never}) == (None, "its gate sweep never reaches Fast-dLLM 0.9's "
+                                                                  "100.0 %, n = 200")
+    assert equal_accuracy_ratio("m", rec, {"m": reached})[0] is reached
+
+
+def test_the_premise_map_places_each_model_by_its_loss_and_premise_coloured_by_its_ratio():
+    """Three models with a 2-token row (faster, slower, no ratio) and one without: three points, the faster green,
+    the slower red, the one without a ratio a cross; the model without the row is in the table, not on the map."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from tspd.book.regime import premise_map, premise_table
+    cell = lambda v: {"value": v, "lo": v - 1, "hi": v + 1}   # noqa: E731
+    rows = [{"model": "fast", "loss2": cell(5.0), "unsure": cell(40.0), "ratio": {"value": 0.6, "lo": 0.5, "hi": 0.7},
+             "how": "sweep"},
+            {"model": "slow", "loss2": cell(90.0), "unsure": cell(1.0), "ratio": {"value": 1.2, "lo": 1.1, "hi": 1.3},
+             "how": "default gate"},
+            {"model": "broken", "loss2": cell(50.0), "unsure": cell(30.0), "ratio": None, "how": "never reaches"},
+            {"model": "old", "loss2": None, "unsure": cell(3.0), "ratio": None, "how": "default gate"}]
+    ax = premise_map(rows).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["1", "2", "3"]
+    colours = [c.lines[0].get_color() for c in ax.containers]
+    assert colours == ["tab:green", "tab:red", "gray"]
+    table = premise_table(rows)
+    assert [r["#"] for r in table] == [1, 2, 3, 4] and table[3]["2 tokens per step lose, points"] == "-"
 
 
 def test_a_run_against_a_reference_gives_the_paired_gap_and_the_forwards_ratio():

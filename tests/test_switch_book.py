@@ -22,16 +22,17 @@ def fill(root, files: dict[str, str]) -> None:
 
 
 def test_staged_runs_replace_the_books_and_the_staging_goes(tmp_path):
+    import json
     sb = switch_book()
     stage = "results/staging/m/"
-    fill(tmp_path, {"results/runs/old.json": "", "results/variants/old.pt": "", "results/claims/t01.json": "old",
+    fill(tmp_path, {"results/runs/old.json": json.dumps({"key": "old", "config": {"model": "old"}}), "results/variants/old.pt": "", "results/claims/t01.json": "old",
                     "results/controller_table/old.jsonl": "", "results/embedded_controllers.json": "old",
                     "results/cache_agreement.json": "old", "results/cache_agreement.samples.jsonl": "old",
                     "results/gpu/H200.json": "kept", "results/pareto.json": "old", stage + "runs/pareto.json": "new",
                     stage + "runs/new.json": "{}", stage + "runs/variants/new.pt": "", stage + "claims/t01.json": "new",
                     stage + "controller_table/new.jsonl": "", stage + "embedded_controllers.json": "new",
                     stage + "cache_agreement.json": "new", stage + "cache_agreement.samples.jsonl": "new"})
-    moved = sb.move_staged(tmp_path, "m")
+    moved = sb.move_staged(tmp_path, "m", "old")
     res = tmp_path / "results"
     assert len(moved) == len(sb.staged_parts("m")) and not (res / "staging" / "m").exists()
     assert sorted(p.name for p in (res / "runs").iterdir()) == ["new.json"]        # variants moved out first
@@ -46,9 +47,34 @@ def test_an_unfinished_staging_moves_nothing(tmp_path):
     fill(tmp_path, {"results/runs/old.json": "", "results/staging/m/runs/new.json": "",
                     "results/staging/m/claims/t01.json": ""})
     with pytest.raises(FileNotFoundError, match="lacks results/staging/m/runs/variants, results/staging/m/embedded"):
-        switch_book().move_staged(tmp_path, "m")
+        switch_book().move_staged(tmp_path, "m", "old")
     assert (tmp_path / "results" / "runs" / "old.json").exists()
     assert (tmp_path / "results" / "staging" / "m" / "runs" / "new.json").exists()
+
+
+def test_the_books_runs_of_other_models_stay_and_the_old_models_go(tmp_path):
+    """Table 2's backbones and the own-decodings page's models keep their runs through the switch; the old book
+    model's runs go, and a run the staging holds too is the staged one."""
+    import json
+    sb = switch_book()
+    side = lambda key, model: {f"{key}.json": json.dumps({"key": key, "config": {"model": model}}),   # noqa: E731
+                               f"{key}.jsonl": model, f"{key}.summary.json": "{}"}
+    book, stage = tmp_path / "book", tmp_path / "stage"
+    fill(book, {**side("aaa", "old"), **side("bbb", "dream"), **side("ccc", "new"), "bbb.stale-1.jsonl": "x"})
+    fill(stage, {**side("ccc", "new"), "ccc.jsonl": "staged"})
+    assert sb.carry_runs(book, stage, "old") == ["bbb"]
+    assert sorted(p.name for p in stage.iterdir()) == ["bbb.json", "bbb.jsonl", "bbb.summary.json", "ccc.json",
+                                                        "ccc.jsonl", "ccc.summary.json"]
+    assert (stage / "ccc.jsonl").read_text() == "staged"
+
+
+def test_the_regime_page_keeps_the_old_model_beside_the_new_one():
+    sb = switch_book()
+    cell = 'model: str = "a"  # x\ncompare: list = ["c", "b"]  # y\ntasks: list = ["ta"]  # z'
+    assert sb.switched_cell(cell, "a", "b", "ta", "tb") == ('model: str = "b"  # x\ncompare: list = ["c", "a"]  # y\n'
+                                                            'tasks: list = ["tb"]  # z')
+    empty = 'model: str = "a"\ncompare: list = []  # y'
+    assert sb.switched_cell(empty, "a", "b", "ta", "tb") == 'model: str = "b"\ncompare: list = ["a"]  # y'
 
 
 def test_runs_of_moved_controller_weights_are_named_by_their_new_path(tmp_path):

@@ -150,7 +150,7 @@ def equal_accuracy(path: str | Path = RECORD, method: str = REFERENCE, reference
 def sweep_ratios() -> dict[str, dict]:
     """Per model with a Pareto record (the book's ``results/pareto.json``, a training record's
     ``results/training/*/pareto/pareto.json``): TSPD + CE's forwards at Fast-dLLM 0.9's accuracy along its gate
-    sweep, over Fast-dLLM's (:func:`equal_accuracy`): what :func:`tspd.measures.dynamics.premise_figure` places."""
+    sweep, over Fast-dLLM's (:func:`equal_accuracy`): what :func:`tspd.book.regime.premise_map` places."""
     out = {}
     for path in [RECORD, *sorted((REPO_ROOT / "results" / "training").glob("*/pareto/pareto.json"))]:
         got = equal_accuracy(path) if path.is_file() else None

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from tspd.decoding.names import display_name
 from tspd.markdown import table as markdown_table
-from tspd.measures.regime import (FIXED_ANCHORS, SCHEDULE_TARGETS, THRESHOLD_ANCHOR, THRESHOLD_TARGETS, RegimeConfig, load,
-                                  met_word, plan, targets)
+from tspd.measures.dynamics import TARGETS as DYNAMICS_TARGETS
+from tspd.measures.dynamics import equal_accuracy_ratio, interval_cell
+from tspd.measures.regime import (FIXED_ANCHORS, REGIME_TARGETS, SCHEDULE_TARGETS, THRESHOLD_ANCHOR, THRESHOLD_TARGETS,
+                                  RegimeConfig, load, met_word, plan, targets)
 from tspd.models.loading import DEFAULT_MODEL, ZOO
 from tspd.provenance import REPO_ROOT
 from tspd.records.files import shown
@@ -172,6 +174,73 @@ def parallel_figure(records: dict[str, dict]):
     return fig
 
 
+def premise_rows(dynamics: dict[str, dict], regimes: dict[str, dict], sweeps: dict[str, dict]) -> list[dict]:
+    """Per model with a dynamics record: its 2-tokens-per-step loss (points against vanilla, paired 95 % interval, from
+    its regime record in ``regimes``; None where that lacks the row), its right-but-unsure share (% of answer tokens,
+    interval over problems) and TSPD + CE's forwards over Fast-dLLM 0.9's at equal accuracy
+    (:func:`tspd.measures.dynamics.equal_accuracy_ratio`; ``sweeps``: :func:`tspd.book.pareto.sweep_ratios`)."""
+    out = []
+    for label, record in dynamics.items():
+        regime = regimes.get(label)
+        loss = next((t for t in targets(regime) if t["target"] == "fixed2_loss"), None) if regime else None
+        ratio, how = equal_accuracy_ratio(label, record, sweeps)
+        out.append({"model": label, "loss2": loss and {k: loss[k] for k in ("value", "lo", "hi")},
+                    "unsure": record["summary"]["unsure"], "ratio": ratio, "how": how})
+    return out
+
+
+def premise_table(rows: list[dict]) -> list[dict]:
+    """:func:`premise_rows` as the page's table, numbered as :func:`premise_map` numbers its points (value [95 %
+    interval]; a dash where there is none: a model without a 2-token row is not on the map)."""
+    return [{"#": i, "model": r["model"], "2 tokens per step lose, points": interval_cell(r["loss2"]) or "-",
+             "right but unsure, %": interval_cell(r["unsure"]),
+             "TSPD + CE / Fast-dLLM 0.9 forwards at equal accuracy": interval_cell(r["ratio"], 2) or "-",
+             "read": r["how"]} for i, r in enumerate(rows, 1)]
+
+
+def premise_map(rows: list[dict]):
+    """Where on the map of coupling (2 tokens per step's loss) and premise (right but unsure) does TSPD + CE decode in
+    fewer forwards than Fast-dLLM 0.9 at its accuracy? Each model of :func:`premise_rows` a point numbered as in
+    :func:`premise_table` (where the ratio is read), with both intervals, coloured by the ratio's interval (below 1,
+    above 1, or holding 1); a model without a ratio at equal accuracy a grey cross; LLaDA-8B-Instruct's loss (Fast-dLLM paper, Fig. 5: theirs; no right-but-unsure share is
+    published for it) a dashed line, inside the band the regime targets hold; the dynamics target a dotted line."""
+    import matplotlib.pyplot as plt
+
+    def colour(q):
+        if q is None:
+            return "gray", "not at equal accuracy"
+        if q["hi"] < 1:
+            return "tab:green", "fewer forwards (interval below 1)"
+        return ("tab:red", "more forwards (interval above 1)") if q["lo"] > 1 else ("tab:orange", "no difference (interval holds 1)")
+
+    fig, ax = plt.subplots(figsize=(9.0, 5.2))
+    band, llada = REGIME_TARGETS["fixed2_loss"], FIXED_ANCHORS[1] - FIXED_ANCHORS[2]
+    ax.axvspan(band.low, band.high, color="tab:blue", alpha=0.08, label=f"2-token loss band, {band} points (ours)")
+    ax.axvline(llada, color="k", ls="--", lw=1, label=f"LLaDA-8B-Instruct, GSM8K: 2 tokens lose {llada:.1f} (theirs)")
+    unsure_target = next(v for k, v, _ in DYNAMICS_TARGETS if k == "unsure")
+    ax.axhline(unsure_target, color="k", ls=":", lw=1, label=f"dynamics target: right but unsure >= {unsure_target:g} %")
+    seen = set()
+    for i, r in enumerate(rows, 1):   # numbered as premise_table numbers them
+        if r["loss2"] is None:
+            continue
+        c, meaning = colour(r["ratio"])
+        x, y = r["loss2"], r["unsure"]
+        ax.errorbar(x["value"], y["value"], xerr=[[x["value"] - x["lo"]], [x["hi"] - x["value"]]],
+                    yerr=[[y["value"] - y["lo"]], [y["hi"] - y["value"]]], fmt="x" if r["ratio"] is None else "o",
+                    color=c, ms=7, capsize=2, lw=0.8, label=None if meaning in seen else f"TSPD + CE: {meaning}")
+        seen.add(meaning)
+        ax.annotate(str(i), (x["value"], y["value"]), xytext=(4, 4), textcoords="offset points", fontsize=8)
+    ax.set_xlabel("2 tokens per step lose, points against vanilla (coupling)")
+    ax.set_ylabel("right but unsure, % of answer tokens (premise)")
+    ax.set_xlim(-5, 105)
+    ax.set_ylim(bottom=-2)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("Where does TSPD + CE need fewer forwards than Fast-dLLM 0.9 at its accuracy? (ours; each model's "
+                 "own test problems)", fontsize=9, loc="left")
+    fig.tight_layout()
+    return fig
+
+
 README_FIGURE = REPO_ROOT / "book" / "figures" / "parallel.png"   # the README's picture (python -m tspd fill-records)
 
 
@@ -199,5 +268,5 @@ def _short(what: str) -> str:
             "one step per block loses", "1 step/block").replace("Fast-dLLM 0.9 loses", "Fast-dLLM 0.9"))
 
 
-__all__ = ["target_rows", "targets_table", "targets_side_by_side", "parallel_rows", "parallel_table", "regime_figure",
+__all__ = ["premise_rows", "premise_table", "premise_map", "target_rows", "targets_table", "targets_side_by_side", "parallel_rows", "parallel_table", "regime_figure",
            "parallel_figure", "readme_figure", "README_FIGURE"]

@@ -41,8 +41,8 @@ batch by batch, measuring only the problems it lacks, so an interrupted measurem
 The book (the regime page's dynamics section and the status page; beyond the paper): the shares with their 95 %
 intervals over prompts (:func:`dynamics_table`, :func:`band_table`), the targets (:func:`target_table`), what
 LLaDA-8B shows (:data:`THEIRS`: other papers' numbers, labelled as theirs), a row per zoo model
-(:func:`zoo_dynamics_table`), and one figure (:func:`premise_figure`): TSPD + CE's forwards relative to Fast-dLLM's
-against the model's right-but-unsure share. The oracle's record, beside the trained models', is read in
+(:func:`zoo_dynamics_table`), and TSPD + CE's forwards relative to Fast-dLLM's at equal accuracy
+(:func:`equal_accuracy_ratio`), which the regime page's premise map places (:func:`tspd.book.regime.premise_map`). The oracle's record, beside the trained models', is read in
 :mod:`tspd.measures.oracle`.
 """
 from __future__ import annotations
@@ -422,56 +422,29 @@ def target_table(records: dict[str, dict]) -> list[dict]:
     return list(rows.values())
 
 
-def premise_figure(records: dict[str, dict], sweeps: dict[str, dict]):
-    """Beyond the paper (issue 67, item 5): per model, TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal
-    accuracy (95 % interval; below 1: the method is faster) against the share of answer tokens that are right but
-    unsure (the premise it reads). A model with a gate sweep (``sweeps``: :func:`tspd.book.pareto.sweep_ratios`, from
-    the book's Pareto records) is placed at Fast-dLLM's accuracy along it (named, not placed, where no gate of the
-    sweep reaches it); another at the default gate, whose right answers the legend gives, where they agree with
-    Fast-dLLM's within one answer; where they do not, the model is named in the legend and not placed (its forwards
-    are not at equal accuracy). An interval open at the top (the sweep short of the accuracy in some resamples) is
-    drawn to the frame with an arrow."""
-    import matplotlib.pyplot as plt
+def equal_accuracy_ratio(label: str, record: dict, sweeps: dict[str, dict]) -> tuple[dict | None, str]:
+    """Beyond the paper (issues 67 and 83): TSPD + CE's forwards relative to Fast-dLLM 0.9's at equal accuracy for one
+    model's dynamics ``record``, as ``(ratio, how)``; ``ratio`` is ``{value, lo, hi}`` (95 % interval; below 1 the
+    method decodes in fewer) or None where no such ratio exists, and ``how`` says where it was read or why not.
 
-    points, unplaced = [], []
-    for label, r in records.items():
-        s = r["summary"]
-        if label in sweeps:
-            q = sweeps[label]
-            how = f"at Fast-dLLM 0.9's {q['reference_accuracy']:.1f} % along the gate sweep, n = {q['n']}"
-            if q["value"] == float("inf"):   # no gate of the sweep reaches Fast-dLLM's accuracy
-                unplaced.append(f"{label} (its gate sweep never reaches Fast-dLLM 0.9's {q['reference_accuracy']:.1f} %, "
-                                f"n = {q['n']}: not placed)")
-                continue
-        elif (s.get(OURS) or {}).get("over_fast"):
-            q, ours, fast = s[OURS]["over_fast"], s.get(OURS + "_correct"), s.get(FAST + "_correct")
-            how = f"default gate; right: TSPD + CE {ours}, Fast-dLLM {fast} of {s['prompts']}"
-            if ours is None or fast is None or abs(ours - fast) > 1:
-                unplaced.append(f"{label} ({how}: not at equal accuracy, not placed; no gate sweep)")
-                continue
-        else:
-            continue
-        points.append((label, s["unsure"], q, how))
-    top = max([1.2] + [1.1 * v for _, _, q, _ in points for v in (q["value"], q["hi"]) if v < float("inf")])
-    fig, ax = plt.subplots(figsize=(8.0, 4.8))
-    for label, u, q, how in points:
-        hi = min(q["hi"], top)
-        line = ax.errorbar(u["value"], q["value"], xerr=[[u["value"] - u["lo"]], [u["hi"] - u["value"]]],
-                           yerr=[[q["value"] - q["lo"]], [hi - q["value"]]], fmt="o", capsize=3,
-                           label=f"{label} ({how})")
-        if q["hi"] > top:
-            ax.plot(u["value"], top, marker="^", color=line[0].get_color(), clip_on=False)
-    for text in unplaced:
-        ax.plot([], [], marker="x", ls="none", color="gray", label=text)
-    ax.set_ylim(0, top)
-    ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
-    ax.axhline(1.0, color="gray", lw=0.8, ls="--")
-    ax.set_xlabel("right but unsure, % of answer tokens (vanilla traces)")
-    ax.set_ylabel("TSPD + CE forwards / Fast-dLLM 0.9's\nat equal accuracy")
-    ax.set_title("Does the method's gain grow with its premise? (ours, each model's own test problems)", fontsize=9,
-                 loc="left")
-    fig.tight_layout()
-    return fig
+    A model with a gate sweep (``sweeps[label]``: :func:`tspd.book.pareto.sweep_ratios`, from the book's Pareto
+    records) is read along it at Fast-dLLM's accuracy (none where no gate of the sweep reaches it); another at the
+    record's default gate, only where its right answers equal Fast-dLLM's within one (0.49 of the forwards at 0 of
+    100 right is no gain)."""
+    s = record["summary"]
+    if label in sweeps:
+        q = sweeps[label]
+        if q["value"] == float("inf"):
+            return None, f"its gate sweep never reaches Fast-dLLM 0.9's {q['reference_accuracy']:.1f} %, n = {q['n']}"
+        return q, f"at Fast-dLLM 0.9's {q['reference_accuracy']:.1f} % along the gate sweep, n = {q['n']}"
+    q = (s.get(OURS) or {}).get("over_fast")
+    if not q:
+        return None, "no TSPD + CE run"
+    ours, fast = s.get(OURS + "_correct"), s.get(FAST + "_correct")
+    how = f"default gate; right: TSPD + CE {ours}, Fast-dLLM {fast} of {s['prompts']}"
+    if ours is None or fast is None or abs(ours - fast) > 1:
+        return None, how + ": not at equal accuracy"
+    return q, how
 
 
 ZOO_COLUMNS = ["model (n)", "right but unsure, %", "Fig. 1's gap, points", "rise >= 3 steps before 0.9, %",
@@ -494,5 +467,5 @@ def zoo_dynamics_table() -> str:
 __all__ = ["DynamicsConfig", "BlockMeasures", "block_measures", "prompt_measures", "fig1_counts", "flip_gap_of",
            "measure_batch", "summary", "targets", "BANDS", "TARGETS", "VANILLA", "FAST", "OURS",
            "FILENAME", "path_of", "load", "save", "measure_checkpoint", "dynamics_record",
-           "THEIRS", "interval_cell", "dynamics_table", "band_table", "target_table", "premise_figure", "ZOO_COLUMNS",
+           "THEIRS", "interval_cell", "dynamics_table", "band_table", "target_table", "equal_accuracy_ratio", "ZOO_COLUMNS",
            "zoo_dynamics_table"]
