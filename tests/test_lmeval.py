@@ -327,6 +327,29 @@ def test_roster_task_grades_the_whole_answer_as_the_harness_does():
             assert got["exact_match"] == right == float(ours.grade(sample, text)["correct"])
 
 
+def test_leaning_shell_task_has_the_tasks_problems_window_and_grade():
+    """tspd_leaning_shell (the book's task): found by lm-eval, its test problems in order, the task's window; the
+    reference right in any marker style, a wrong final cup wrong, as the harness grades."""
+    from tspd.tasks import leaning_shell
+    manager = task_manager()
+    task = manager.load(["tspd_leaning_shell"])["tasks"]["tspd_leaning_shell"]
+    ours = get_task("leaning_shell")
+    samples = ours.samples(3)
+    docs = [dict(d) for d in list(task.test_docs())[:3]]
+    assert [(d["id"], d["question"], d["answer"]) for d in docs] == [(s["id"], s["question"], s["answer"])
+                                                                     for s in samples]
+    task.build_all_requests(limit=3, rank=0, world_size=1)
+    assert all(i.args[1]["max_gen_toks"] == leaning_shell.GEN_LENGTH for i in task.instances)
+    for doc, sample in zip(docs, samples):
+        wrong = sample["answer"].replace(f"#### {sample['final']}", f"#### {int(sample['final']) % 5 + 1}")
+        items, final = sample["answer"].split("\n")
+        restyled = items.replace(":", "=").replace(" ", ";") + "\n" + final
+        for text in (sample["answer"], restyled, wrong):
+            got = task.process_results(doc, [Completion(text, {"nfe": 3})])
+            assert got["exact_match"] == float(ours.grade(sample, text)["correct"])
+        assert [task.process_results(doc, [Completion(t, {})])["exact_match"] for t in (restyled, wrong)] == [1.0, 0.0]
+
+
 def test_task_files_ship_with_the_package():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = data["tool"]["setuptools"]["package-data"]["tspd"]

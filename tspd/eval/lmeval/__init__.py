@@ -9,8 +9,8 @@
 - :mod:`tspd.eval.lmeval.launch`: lm-eval's own command line with the adapter registered and :data:`TASKS_DIR` on
   the task path (lm-eval 0.4 finds models only in code it has imported), run by ``python -m tspd.lmeval ...``
   (:mod:`tspd.commands.lmeval`).
-- ``tasks/``: ``tspd_arith``, ``tspd_chain`` and ``tspd_roster`` (the generated tasks of those names, generated
-  locally) and ``tspd_gsm8k`` (local JSONL).
+- ``tasks/``: ``tspd_arith``, ``tspd_chain``, ``tspd_roster`` and ``tspd_leaning_shell`` (the generated tasks of
+  those names, generated locally) and ``tspd_gsm8k`` (local JSONL).
 """
 from __future__ import annotations
 

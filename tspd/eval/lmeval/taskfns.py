@@ -2,10 +2,11 @@
 
 The tasks are offline and grade exactly as the project harness does (:mod:`tspd.tasks.registry`):
 
-- ``tspd_arith``, ``tspd_chain`` and ``tspd_roster``: the 500 held-out problems of the generated task
-  (:mod:`tspd.tasks.arith`, :mod:`tspd.tasks.chain`, :mod:`tspd.tasks.roster`), generated
-  locally (no file to go stale when the task changes); prompt = the question; graded by the task's own
-  ``grade`` (arith and chain: exact match of the ``#### N`` number; roster: the whole answer). They differ only
+- ``tspd_arith``, ``tspd_chain``, ``tspd_roster`` and ``tspd_leaning_shell``: the 500 held-out problems of the
+  generated task (:mod:`tspd.tasks.arith`, :mod:`tspd.tasks.chain`, :mod:`tspd.tasks.roster`,
+  :mod:`tspd.tasks.leaning_shell`), generated locally (no file to go stale when the task changes); prompt = the
+  question; graded by the task's own ``grade`` (arith, chain and leaning_shell: exact match of the ``#### N``
+  number; roster: the whole answer). They differ only
   in the task module: one pair of functions serves all (:func:`generated_dataset`, :func:`process_generated`).
 - ``tspd_gsm8k``: GSM8K from local JSONL files (``<data_dir>/gsm8k/{test,train}.jsonl``; ``data_dir`` from
   ``--metadata '{"data_dir": ...}'``, else ``$TSPD_DATA_DIR`` or the project's default), lm-eval's 5-shot
@@ -50,6 +51,11 @@ def chain_dataset(**metadata):
 def roster_dataset(**metadata):
     """The roster test split (metadata is ignored)."""
     return generated_dataset("roster")
+
+
+def leaning_shell_dataset(**metadata):
+    """The leaning_shell test split (metadata is ignored)."""
+    return generated_dataset("leaning_shell")
 
 
 def gsm8k_dataset(data_dir: str | None = None, **metadata):
@@ -99,6 +105,10 @@ def process_chain(doc: dict, results: list) -> dict:
 
 def process_roster(doc: dict, results: list) -> dict:
     return process_generated("roster", doc, results)
+
+
+def process_leaning_shell(doc: dict, results: list) -> dict:
+    return process_generated("leaning_shell", doc, results)
 
 
 def process_gsm8k(doc: dict, results: list) -> dict:
