@@ -74,3 +74,16 @@ def test_the_table_names_what_was_lost_only_where_the_rows_know():
     assert "lost" not in markdown(dict(rows=[row]))
     table = markdown(dict(rows=[dict(row, lost=7, gained=0, lost_faults={"day N: N hours, not N": 6})]))
     assert "| 7 / 0 | day N: N hours, not N (6) |" in table
+
+
+def test_the_recorded_command_names_its_out_relative_to_the_repository(tmp_path):
+    """The record's command is one a reader runs from a clone: the default --out is written as the repository
+    names it, an --out outside the repository as given."""
+    import argparse
+
+    from tspd.commands.cache_agreement import _command_line
+    from tspd.measures.cache_agreement import PATH
+    args = argparse.Namespace(model="m", n=5, threads=2, out=str(PATH))
+    assert _command_line(args).endswith("--out results/cache_agreement.json")
+    outside = tmp_path / "c.json"
+    assert _command_line(argparse.Namespace(model="m", n=5, out=str(outside))).endswith(f"--out {outside}")

@@ -219,7 +219,7 @@ def test_tables_of_another_model_name_it(tmp_path):
     other = dataclasses.replace(table, model="other-model", rows=[r for r in table.rows if r["controller"] != "credit"])
     rows = rows_of(controller_table.overview_table(other))
     assert controller_table.overview_table(other).startswith("| `other-model`")
-    assert rows["Credit Decoding"] == ["-"] * 4 and rows["vanilla"][1] == "256.0"            # a missing row: dashes
+    assert rows["Credit Decoding"] == ["-"] * 4 and rows["vanilla"][1] == f"{table.gen_length:.1f}"   # a missing row: dashes; vanilla: a forward a token
 
 
 def test_the_gpu_table_has_a_column_per_card_and_a_dash_for_a_missing_figure(tmp_path):
@@ -269,3 +269,13 @@ def test_the_readmes_figure_is_drawn_from_the_regime_records(tmp_path):
     assert README_FIGURE.is_file()
     drawn = readme_figure(tmp_path / "p.png")
     assert drawn.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_model_card_shows_the_probes_of_the_models_own_task():
+    """A serial model (the shell game) logs its chain probes and leaves the roster's empty, a roster model the other
+    way round: each card shows its own task's probes, none as an empty row."""
+    from tspd.book.model_card import probe_rows
+    shell = [r[0] for r in probe_rows("tiny-leaning-shell")]
+    roster = [r[0] for r in probe_rows("tiny-roster")]
+    assert any("past what is written" in w for w in shell) and not any("chore" in w for w in shell)
+    assert any("chore" in w for w in roster) and not any("past what is written" in w for w in roster)

@@ -269,7 +269,8 @@ class _Series:
 
 def comparisons_table(seed: int = 0, table: ControllerTable | None = None) -> str:
     """Paired comparisons on the table's problems (95 % bootstrap intervals): each adaptive controller without a
-    cache against vanilla (accuracy), against TSPD + CE (forwards), CE's effect, and each cache's cost."""
+    cache against vanilla (accuracy), TSPD + CE against Fast-dLLM (accuracy: the paper's central pair), each against
+    TSPD + CE (forwards), CE's effect, and each cache's cost."""
     from tspd.book.claims.runs import fewer_forwards, more_accurate
     from tspd.book.claims.stats import number
     table = table or load()
@@ -286,6 +287,9 @@ def comparisons_table(seed: int = 0, table: ControllerTable | None = None) -> st
     ours, vanilla, plain = ("tspd", True, "none"), BASELINE, ("tspd", False, "none")
     adaptive = [k for k in series if k[2] == "none" and not k[1] and k[0] not in ("vanilla", "tspd")]
     found = [compare(more_accurate, k, vanilla) for k in [ours, *adaptive]]
+    fast = ("fast-dllm", False, "none")
+    if fast in series:
+        found.append(compare(more_accurate, ours, fast))
     found += [compare(fewer_forwards, ours, k) for k in adaptive]
     if plain in series:
         found.append(compare(fewer_forwards, ours, plain))

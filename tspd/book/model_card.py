@@ -15,13 +15,16 @@ from tspd.markdown import table
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.measures import regime
 from tspd.records import train_lm_evals, train_lm_probes
-from tspd.records.files import shown
+from tspd.records.files import read_log, shown
 from tspd.stats import wilson
 
-# the line probes at a curve point (tspd.training.roster_probes), as the table names them
+# the probes at a curve point, as the table names them: a roster model's day lines (tspd.training.roster_probes),
+# a serial model's chains (tspd.training.serial_probes); a model's log leaves the other task's empty
 CURVE_PROBES = {"probe_chore": "one masked chore of a day line filled from the others (teacher-forced)",
                 "probe_pair": "two masked chores of a day line, each once, either order (teacher-forced)",
-                "one_pass_lines": "day lines right in one forward, whole window masked"}
+                **{f"probe_hop{h}": f"a chain's token {h} step{'s' * (h > 1)} past what is written (teacher-forced)"
+                   for h in (1, 2, 4)},
+                "one_pass_lines": "lines right in one forward, whole window masked (a roster's days, a game's cups)"}
 COLUMNS = ["value", "95 % interval", "n", "below 1 token a step", "record"]
 
 
@@ -63,8 +66,9 @@ def accuracy_rows(model: str) -> list[list]:
 
 
 def probe_rows(model: str) -> list[list]:
-    """The final evaluation's probes (``probes.json``: the counterfactual copy, the one-forward final) and the line
-    probes at the last curve point (``eval_log.csv``), each where its record has it; a dash for a missing figure."""
+    """The final evaluation's probes (``probes.json``: the counterfactual copy, the one-forward final) and the task's
+    probes at the last curve point (``eval_log.csv``; those its log ever filled: another task's columns stay empty),
+    each where its record has it; a dash for a missing figure."""
     probes, out = train_lm_probes.load(model), []
     vanilla = reference_accuracy(model)
     where = f"{shown(resolve_path(model))}/{train_lm_probes.FILENAME}"
@@ -78,9 +82,10 @@ def probe_rows(model: str) -> list[list]:
         cells = ["-", "-", n, ""] if share is None else _share(round(share * n), n, vanilla and vanilla.share)
         out.append(["final right in one forward, whole window masked", *cells, where])
     last, path = train_lm_probes.last_curve_point(model)
+    logged = {k for row in (read_log(path) if path else []) for k, v in row.items() if v is not None}   # its task's
     for key, what in CURVE_PROBES.items():
-        if key in last:
-            value = "-" if last[key] is None else f"{100 * last[key]:.1f} %"
+        if key in logged:
+            value = "-" if last.get(key) is None else f"{100 * last[key]:.1f} %"
             out.append([what, value, "", int(last.get("n") or 0) or "-", "", str(shown(path))])
     return out
 

@@ -124,7 +124,9 @@ class Table(list):
         head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
         body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>" for cells in self._cells())
         cap = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
-        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        # wrapped so that a table wider than the page scrolls sideways instead of being cut at the page's edge
+        return (f'<div style="overflow-x: auto"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+                f'</table></div>')
 
     def __str__(self) -> str:
         return self.to_markdown()

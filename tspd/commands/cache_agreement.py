@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tspd.measures.cache_agreement import PATH, load_dict, markdown, measure
 from tspd.models.loading import DEFAULT_MODEL
+from tspd.provenance import relative_arg
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -18,9 +19,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def _command_line(args: argparse.Namespace) -> str:
+    """The command as the record keeps it: ``--out`` relative to the repository where it lies inside it."""
     threads = getattr(args, "threads", None)
     return shlex.join(["python", "-m", "tspd", "cache-agreement", "--model", str(args.model), "--n", str(args.n),
-                       *(["--threads", str(threads)] if threads else []), "--out", str(args.out)])
+                       *(["--threads", str(threads)] if threads else []), "--out", relative_arg(str(args.out))])
 
 
 def main(args: argparse.Namespace) -> int:
