@@ -154,6 +154,8 @@ def test_the_book_page_rows_and_figure_show_every_target_with_its_anchor():
     pytest.param("roster-moe", ("fast_dual",), marks=pytest.mark.slow),     # the router under the dual cache
     pytest.param("tiny-styled", ("tspd_ce_dual",), marks=pytest.mark.slow),  # its own controllers, the cheapest row
     pytest.param("tiny-leaning", ("tspd_ce_dual",), marks=pytest.mark.slow),  # trained with the caches' view
+    pytest.param("tiny-shell", ("fast_dual",), marks=pytest.mark.slow),
+    pytest.param("tiny-leaning-shell", ("fixed2", "tspd_ce_dual"), marks=pytest.mark.slow),   # the book's model
 ])
 def test_a_shipped_regime_record_reproduces(name, rows):
     """The first batch of the committed record, decoded again with the current code, answers alike."""
