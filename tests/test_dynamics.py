@@ -155,7 +155,7 @@ def test_a_complete_record_is_read_back_untouched_and_a_partial_one_resumed(tmp_
     assert calls == [2] and first["weights"] == weights_hash("tiny-arith")
     out.write_text(out.read_text().replace('"n": 2', '"n": 4'))          # as if stopped after its first batch
     resumed = dyn.measure_checkpoint("tiny-arith", cfg, command="second", out=out)
-    assert calls == [2, 2] and len(resumed["rows"]) == 4 and resumed["command"] == "first"
+    assert calls == [2, 2] and len(resumed["rows"]) == 4 and resumed["command"] == "second"   # it asked for all 4
     before = out.read_bytes()
     again = dyn.measure_checkpoint("tiny-arith", cfg, command="third", out=out)
     assert calls == [2, 2] and again == resumed and out.read_bytes() == before

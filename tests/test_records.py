@@ -276,8 +276,9 @@ def test_a_record_measured_by_batch_resumes_keeps_a_complete_one_and_remeasures_
         pass
     cut = False
     seen.clear()
-    record = run(dict(meta, git="b"))
+    record = run(dict(meta, git="b", command="c --n 4"))
     assert seen == [3, 4] and record["mean"] == 7.5 and record["git"] == "a; rows added at b"
+    assert record["command"] == "c --n 4"          # the command that asks for every row, not the cut one
     seen.clear()
     assert run(dict(meta, git="c")) == record and not seen
     assert run(dict(meta, setting=2))["git"] == "a" and seen == [1, 2, 3, 4]

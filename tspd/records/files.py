@@ -112,7 +112,8 @@ def measure_by_batch(path: str | Path, meta: dict, same: tuple[str, ...], proble
     """A per-problem record at ``path`` (``meta`` + ``rows`` + ``summarize(rows)``) measured ``batch`` problems at a
     time by ``measure(chunk) -> rows`` and written after each batch (:func:`write_rows_json`), so an interrupted run
     resumes: a stored record whose ``same`` keys equal ``meta``'s keeps its rows (complete: returned as stored, its
-    provenance untouched; partial: the revision and device of the rows added are appended to its own); one whose
+    provenance untouched; partial: the revision and device of the rows added are appended to its own, and the command
+    is the one that completed it, which asks for every row); one whose
     ``same`` keys differ is measured again, and the log says which changed."""
     from tqdm.auto import tqdm
     path, rows = Path(path), []
@@ -124,8 +125,8 @@ def measure_by_batch(path: str | Path, meta: dict, same: tuple[str, ...], proble
         elif len(old["rows"]) >= len(problems):
             return old
         else:
-            rows = old["rows"]
-            meta = dict(meta, command=old["command"])
+            rows = old["rows"]   # the command stays the new one: it asks for every row (a record extended to more)
+            meta = dict(meta)
             for key, added in (("git", "rows added at"), ("device", "rows added on")):
                 meta[key] = old[key] if old[key] == meta[key] else f"{old[key]}; {added} {meta[key]}"
     record = None                                 # (a summary of no rows may not exist: never asked for one)
