@@ -11,11 +11,10 @@
 
 With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.sh NAME``, under
 ``results/staging/NAME/``) also take the place of the old model's: ``results/runs``, ``results/variants`` and
-``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (the old book model's files stay in
-git's history, and the tree keeps its size: tests/test_tree.py); the book's runs of other models (Table 2's
-backbones, the own-decodings page's models) are kept. The runs
-of a staged controller variant are renamed for the variant's new place (:func:`rekey_runs`), so that the book
-reads them back. It refuses, naming what is missing, while the staging is unfinished.
+``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (the old book
+model's files stay in git's history, and the tree keeps its size: tests/test_tree.py); the book's runs of other
+models (Table 2's backbones, the own-decodings page's models) are kept. The runs of a staged controller variant
+are renamed for the variant's new place (:func:`rekey_runs`), so that the book reads them back. It refuses, naming what is missing, while the staging is unfinished.
 
 Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4; after ``--staged`` with
 ``READ_BACK=1``, so that they read the staged runs back). Rerunning it with
@@ -106,9 +105,8 @@ def carry_runs(book_runs: Path, staged_runs: Path, old: str) -> list[str]:
         key = meta["key"]
         if meta.get("config", {}).get("model") == old or (staged_runs / f"{key}.json").exists():
             continue
-        for f in book_runs.glob(f"{key}.*"):
-            if ".stale-" not in f.name:
-                shutil.copy2(f, staged_runs / f.name)
+        for f in registry.files(key, book_runs):
+            shutil.copy2(f, staged_runs / f.name)
         carried.append(key)
     return carried
 
@@ -157,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     old_task, new_task = checkpoint_task(old), checkpoint_task(new)
     write_json(BOOK_MODEL, {**book, "model": new})
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        nb = json.loads(path.read_text())
+        raw = path.read_text()
+        nb = json.loads(raw)
         cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
         if cell is None:
             continue
@@ -165,7 +164,6 @@ def main(argv: list[str] | None = None) -> int:
         switched = switched_cell(source, old, new, old_task, new_task)
         if switched != source:
             cell["source"] = switched.splitlines(keepends=True)
-            raw = path.read_text()
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + ("\n" if raw.endswith("\n") else ""))
             print(f"{path.relative_to(ROOT)}: parameters switched to {new}")
     print(f"DEFAULT_MODEL: {old} -> {new}")

@@ -15,7 +15,7 @@ from tspd.markdown import table
 from tspd.models.loading import DEFAULT_MODEL, resolve_path
 from tspd.measures import regime
 from tspd.records import train_lm_evals, train_lm_probes
-from tspd.records.files import read_log, shown
+from tspd.records.files import shown
 from tspd.stats import wilson
 
 # the probes at a curve point, as the table names them: a roster model's day lines (tspd.training.roster_probes),
@@ -81,8 +81,9 @@ def probe_rows(model: str) -> list[list]:
         n, share = int(probes["n"]), probes["one_pass_final"]
         cells = ["-", "-", n, ""] if share is None else _share(round(share * n), n, vanilla and vanilla.share)
         out.append(["final right in one forward, whole window masked", *cells, where])
-    last, path = train_lm_probes.last_curve_point(model)
-    logged = {k for row in (read_log(path) if path else []) for k, v in row.items() if v is not None}   # its task's
+    points, path = train_lm_probes.curve_points(model)
+    last = points[-1] if points else {}
+    logged = {k for row in points for k, v in row.items() if v is not None}   # its task's probes
     for key, what in CURVE_PROBES.items():
         if key in logged:
             value = "-" if last.get(key) is None else f"{100 * last[key]:.1f} %"

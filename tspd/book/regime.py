@@ -202,8 +202,9 @@ def premise_map(rows: list[dict]):
     """Where on the map of coupling (2 tokens per step's loss) and premise (right but unsure) does TSPD + CE decode in
     fewer forwards than Fast-dLLM 0.9 at its accuracy? Each model of :func:`premise_rows` a point numbered as in
     :func:`premise_table` (where the ratio is read), with both intervals, coloured by the ratio's interval (below 1,
-    above 1, or holding 1); a model without a ratio at equal accuracy a grey cross; LLaDA-8B-Instruct's loss (Fast-dLLM paper, Fig. 5: theirs; no right-but-unsure share is
-    published for it) a dashed line, inside the band the regime targets hold; the dynamics target a dotted line."""
+    above 1, or holding 1); a model without a ratio at equal accuracy a grey cross; LLaDA-8B-Instruct's loss
+    (Fast-dLLM paper, Fig. 5: theirs; no right-but-unsure share is published for it) a dashed line, inside the band
+    the regime targets hold; the dynamics target a dotted line."""
     import matplotlib.pyplot as plt
 
     def colour(q):
@@ -211,7 +212,9 @@ def premise_map(rows: list[dict]):
             return "gray", "not at equal accuracy"
         if q["hi"] < 1:
             return "tab:green", "fewer forwards (interval below 1)"
-        return ("tab:red", "more forwards (interval above 1)") if q["lo"] > 1 else ("tab:orange", "no difference (interval holds 1)")
+        if q["lo"] > 1:
+            return "tab:red", "more forwards (interval above 1)"
+        return "tab:orange", "no difference (interval holds 1)"
 
     fig, ax = plt.subplots(figsize=(9.0, 5.2))
     band, llada = REGIME_TARGETS["fixed2_loss"], FIXED_ANCHORS[1] - FIXED_ANCHORS[2]
@@ -268,5 +271,5 @@ def _short(what: str) -> str:
             "one step per block loses", "1 step/block").replace("Fast-dLLM 0.9 loses", "Fast-dLLM 0.9"))
 
 
-__all__ = ["premise_rows", "premise_table", "premise_map", "target_rows", "targets_table", "targets_side_by_side", "parallel_rows", "parallel_table", "regime_figure",
-           "parallel_figure", "readme_figure", "README_FIGURE"]
+__all__ = ["premise_rows", "premise_table", "premise_map", "target_rows", "targets_table", "targets_side_by_side",
+           "parallel_rows", "parallel_table", "regime_figure", "parallel_figure", "readme_figure", "README_FIGURE"]

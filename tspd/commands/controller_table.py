@@ -9,8 +9,8 @@ from pathlib import Path
 from tspd.book.controller_table import CACHES, CONTROLLERS, PATH, console, load_dict, make_table, markdown, table_configs
 from tspd.decoding.config import DecodeConfig
 from tspd.models.loading import DEFAULT_MODEL
-from tspd.provenance import relative_arg
 from tspd.options import add_dataclass_arguments
+from tspd.provenance import relative_arg
 from tspd.validate import UsageError
 
 
@@ -30,7 +30,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 def _command_line(args: argparse.Namespace) -> str:
     """The command as run, for the table's provenance (``--out`` relative to the repository where it lies inside)."""
     opts = [("--model", args.model), ("--n", args.n), ("--controllers", args.controllers), ("--ce", args.ce),
-            ("--caches", args.caches), ("--threads", getattr(args, "threads", None)), ("--out", relative_arg(str(args.out)))]
+            ("--caches", args.caches), ("--threads", getattr(args, "threads", None)),
+            ("--out", relative_arg(str(args.out)))]
     return shlex.join(["python", "-m", "tspd", "controller-table",
                        *[str(x) for flag, v in opts if v is not None for x in (flag, v)]])
 

@@ -57,13 +57,17 @@ def sidecars(results_dir: str | Path | None = None) -> list[dict]:
     return [read_json(p) for p in sorted(folder(results_dir).glob("*.json")) if p.stem.count(".") == 0]
 
 
+def files(key: str, results_dir: str | Path | None = None) -> list[Path]:
+    """The run's files that exist: its rows (plain or packed), their summary and its sidecar."""
+    f = rows_file(key, results_dir)
+    return [p for p in (f.path, f.packed, summary_path(f.path), sidecar_path(key, results_dir)) if p.exists()]
+
+
 def retire(key: str, results_dir: str | Path | None = None) -> None:
     """Rename the run's files ``<key>.stale-<time>.*`` (kept for a look, never read again)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    f = rows_file(key, results_dir)
-    for p in (f.path, f.packed, summary_path(f.path), sidecar_path(key, results_dir)):
-        if p.exists():
-            p.rename(p.with_name(p.name.replace(key, f"{key}.stale-{stamp}", 1)))
+    for p in files(key, results_dir):
+        p.rename(p.with_name(p.name.replace(key, f"{key}.stale-{stamp}", 1)))
 
 
 def move(old: str, new: str, meta: dict, config_id: str, row_config: dict,
@@ -85,5 +89,5 @@ def move(old: str, new: str, meta: dict, config_id: str, row_config: dict,
         dest.write_summary(dict(summary, config=row_config, config_id=config_id, out=portable_path(str(dest.path))))
 
 
-__all__ = ["RUNS_DIR", "folder", "rows_file", "stored", "sidecar_path", "read_sidecar", "write_sidecar", "sidecars",
+__all__ = ["RUNS_DIR", "folder", "rows_file", "stored", "sidecar_path", "read_sidecar", "write_sidecar", "sidecars", "files",
            "retire", "move"]

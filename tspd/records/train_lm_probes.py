@@ -23,11 +23,18 @@ def load(model: str | Path | None) -> dict:
     return read_json(path) if path.is_file() else {}
 
 
-def last_curve_point(model: str | Path | None) -> tuple[dict, Path | None]:
-    """The probes at a checkpoint's last learning-curve point (its columns as ``read_log`` gives them, ``n`` the
-    problems evaluated) and the file; ({}, None) where it has no curve."""
+def curve_points(model: str | Path | None) -> tuple[list[dict], Path | None]:
+    """A checkpoint's learning-curve points (its columns as ``read_log`` gives them, ``n`` the problems evaluated)
+    and the file; ([], None) where it has no curve."""
     path = Path(resolve_path(model)) / CURVE
     rows = read_log(path) if path.is_file() else []
+    return (rows, path) if rows else ([], None)
+
+
+def last_curve_point(model: str | Path | None) -> tuple[dict, Path | None]:
+    """The probes at a checkpoint's last learning-curve point (:func:`curve_points`) and the file; ({}, None) where
+    it has no curve."""
+    rows, path = curve_points(model)
     return (rows[-1], path) if rows else ({}, None)
 
 
