@@ -14,7 +14,8 @@ With ``--staged``, the book's runs measured ahead on NAME (``scripts/stage_book.
 ``results/claims``, the Pareto page's AUP record, the controller table and the cache agreement (the old book
 model's files stay in git's history, and the tree keeps its size: tests/test_tree.py); the book's runs of other
 models (Table 2's backbones, the own-decodings page's models) are kept. The runs of a staged controller variant
-are renamed for the variant's new place (:func:`rekey_runs`), so that the book reads them back. It refuses, naming what is missing, while the staging is unfinished.
+are renamed for the variant's new place (:func:`rekey_runs`), so that the book reads them back. It refuses, naming
+what is missing, while the staging is unfinished.
 
 Outputs are left as they are: execute the notebooks afterwards (ship_model.sh's step 4; after ``--staged`` with
 ``READ_BACK=1``, so that they read the staged runs back). Rerunning it with

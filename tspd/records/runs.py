@@ -89,5 +89,5 @@ def move(old: str, new: str, meta: dict, config_id: str, row_config: dict,
         dest.write_summary(dict(summary, config=row_config, config_id=config_id, out=portable_path(str(dest.path))))
 
 
-__all__ = ["RUNS_DIR", "folder", "rows_file", "stored", "sidecar_path", "read_sidecar", "write_sidecar", "sidecars", "files",
-           "retire", "move"]
+__all__ = ["RUNS_DIR", "folder", "rows_file", "stored", "sidecar_path", "read_sidecar", "write_sidecar", "sidecars",
+           "files", "retire", "move"]

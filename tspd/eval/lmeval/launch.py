@@ -5,8 +5,8 @@ lm-eval 0.4 has no plugin discovery for models: its registry holds its own model
 already imported registered, so the stock ``lm_eval`` console script cannot see ``tspd``. :func:`lm_eval_cli`
 imports the adapter with lm-eval's command line, :func:`with_tasks` puts the package's tasks (``tspd_arith``,
 ``tspd_chain``, ``tspd_roster``, ``tspd_leaning_shell``, ``tspd_gsm8k``) on the task path when no
-``--include_path`` is given,
-:func:`check_model_args` checks ``--model_args`` before lm-eval indexes its tasks or any weights load, and
+``--include_path`` is given, :func:`check_model_args` checks ``--model_args`` before lm-eval indexes its tasks or
+any weights load, and
 :func:`run` hands every argument to lm-eval (``lm_eval.__main__.cli_evaluate``), so the options, output files
 and tables are lm-eval's.
 """
