@@ -7,6 +7,7 @@ import torch
 from tspd.decoding.controllers import StepView, make_controller
 from tspd.decoding.controllers.credit import CreditDecoding
 from tspd.decoding.controllers.egp import EGP
+from tspd.decoding.controllers.joint import joint_prefix
 from tspd.decoding.controllers.learn2pd import Learn2PD, Learn2PDNet, eot_position
 from tspd.decoding.controllers.prophet import Prophet
 from tspd.decoding.controllers.tspd import TSPD, TSPDConfig, TSPDNet, features_without
@@ -33,7 +34,7 @@ def controller(name: str):
     return make_controller(name)
 
 
-NAMES = ["vanilla", "fast-dllm", "prophet", "prophet-eager", "credit", "learn2pd", "learn2pd-eot", "tspd", "egp"]
+NAMES = ["vanilla", "fast-dllm", "prophet", "prophet-eager", "credit", "learn2pd", "learn2pd-eot", "tspd", "joint", "egp"]
 
 
 @pytest.mark.parametrize("ce", [False, True])
@@ -267,3 +268,31 @@ def test_learned_controllers_load_weights_beside_the_model(tmp_path):
     assert t.net.config.hidden == 8
     with pytest.raises(ValueError, match="expected 'learn2pd'"):
         Learn2PD(weights=tmp_path / "controllers" / "tspd").bind(m)
+
+
+def test_joint_bound_commits_sure_tokens_together_and_unsure_ones_alone():
+    masked = torch.ones(3, 5, dtype=torch.bool)
+    conf = torch.tensor([[0.99, 0.99, 0.99, 0.99, 0.99],      # sure: all together (0.95 >= 0.4)
+                         [0.60, 0.10, 0.60, 0.20, 0.30],      # two at 0.6: 0.36 < 0.4, only the first goes
+                         [0.30, 0.20, 0.10, 0.05, 0.25]])     # none at the bound: the most confident still goes
+    got = joint_prefix(conf, masked, 0.4)
+    assert got[0].all()
+    assert got[1].tolist() == [True, False, False, False, False]
+    assert got[2].tolist() == [True, False, False, False, False]
+    assert joint_prefix(conf, masked, 0.3)[1].tolist() == [True, False, True, False, False]   # 0.36 >= 0.3
+
+
+def test_joint_bound_skips_committed_positions_and_empty_rows():
+    conf = torch.tensor([[0.999, 0.5, 0.95, 0.9], [0.9, 0.9, 0.9, 0.9]])
+    masked = torch.tensor([[False, True, True, True], [False, False, False, False]])
+    got = joint_prefix(conf, masked, 0.9)
+    assert got[0].tolist() == [False, False, True, False]     # 0.95 alone; 0.95 * 0.9 < 0.8
+    assert not got[1].any()
+
+
+def test_joint_bound_takes_fewer_forwards_at_a_lower_bound():
+    m = random_model(seed=3, scale=0.8)
+    ps = prompts(2, seed=5)
+    nfe = [generate(m, ps, gen_length=GEN, block_length=BLOCK, controller="joint", controller_kwargs={"bound": b}).nfe
+           for b in (1.0, 0.05)]
+    assert nfe[0] == GEN and nfe[1] < nfe[0]                  # bound 1: one token a step, as vanilla

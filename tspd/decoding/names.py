@@ -18,7 +18,7 @@ from tspd.validate import CACHE_MODES
 
 # each controller as prose names it (vanilla is a common noun; the others are the methods' own names)
 DISPLAY = {"vanilla": "vanilla", "fast-dllm": "Fast-dLLM", "prophet": "Prophet", "learn2pd": "Learn2PD",
-           "credit": "Credit Decoding", "egp": "EGP", "tspd": "TSPD"}
+           "credit": "Credit Decoding", "joint": "Joint bound", "egp": "EGP", "tspd": "TSPD"}
 
 # the compact spellings, each as the files that use it store it: separator -> (shorter controller names, CE on,
 # CE off, what comes before the cache, whether cache "none" is spelt out)

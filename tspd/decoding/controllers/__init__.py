@@ -18,6 +18,7 @@ REGISTRY = {
     "prophet": "tspd.decoding.controllers.prophet:Prophet",
     "learn2pd": "tspd.decoding.controllers.learn2pd:Learn2PD",
     "credit": "tspd.decoding.controllers.credit:CreditDecoding",
+    "joint": "tspd.decoding.controllers.joint:JointBound",
     "egp": "tspd.decoding.controllers.egp:EGP",
     "tspd": "tspd.decoding.controllers.tspd:TSPD",
 }
