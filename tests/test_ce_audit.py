@@ -1,5 +1,7 @@
 """The CE audit (tspd.measures.ce_audit) on hand-made traces: a steady rise is lifted before its crossing when CE
-may look ahead, and the reason it is not says which of CE's gates held it."""
+may look ahead, and the reason it is not says which of CE's gates held it; a shipped audit reproduces its first
+problems."""
+import pytest
 import torch
 
 from tspd.decoding.extrapolate import CEConfig, replay
@@ -62,3 +64,28 @@ def test_the_tables_show_every_setting_with_its_interval_and_a_dash_where_nothin
     audit, decode = audit_table(record), decode_table(record)
     assert "| a | 0 | - | - |" in audit and "(1 problem)" in audit
     assert "| a | 1 / 1 | 9.0 | 0.900 (0.900-0.900) |" in decode
+
+
+def _audited():
+    from tspd.models.loading import ZOO
+    return sorted(p.parent.name for p in ZOO.glob("*/ce_audit.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _audited())
+def test_a_shipped_ce_audit_reproduces_its_first_problems(name):
+    """The first problems of a zoo model's committed CE audit, audited and decoded again with the current code at the
+    record's settings: the same counts and the same forwards and answers, problem by problem (3 of its first batch:
+    a vanilla row does not depend on its batch-mates, as the dynamics record's test finds)."""
+    from tspd.measures import ce_audit
+    from tspd.models.loading import load_model, resolve_path, weights_hash
+    from tspd.tasks.generated import generated_task
+    record, path = ce_audit.load(name), resolve_path(name)
+    assert record["weights"] == weights_hash(path), "the zoo model changed: rerun python -m tspd ce-audit"
+    settings = {k: CEConfig(**v) for k, v in record["settings"].items()}
+    task, model = generated_task(record["task"]), load_model(path)
+    problems = task.load_split("test", 3)
+    audited = ce_audit.prompt_rows(model, task, problems, record["gen_length"], record["block_length"], settings)
+    decoded = ce_audit.decode_check(model, task, problems, record["gen_length"], record["block_length"], settings)
+    for got, again, stored in zip(audited, decoded, record["rows"][:3]):
+        assert {**got, "decode": {k: v for k, v in again.items() if k != "id"}} == stored
