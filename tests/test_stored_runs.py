@@ -80,6 +80,17 @@ def test_committed_run_reproduces(meta, tmp_path):
     assert mismatches(meta, RUNS, tmp_path) == []
 
 
+@pytest.mark.slow   # decodes a committed run again
+def test_a_committed_joint_bound_run_reproduces(tmp_path):
+    """The joint bound (beyond the paper; the own-decodings and Pareto pages' sweeps) has its own check, on the model
+    where its product decides what a step commits (on a shell model's first problems a per-token threshold at the
+    bound writes the same): its default run on tiny-leaning."""
+    joint = [m for m in _metas() if m["config"]["policy"] == "joint" and m["config"]["model"] == "tiny-leaning"
+             and not m["config"]["policy_kwargs"]]
+    assert joint, f"no committed run of the joint bound at its default on tiny-leaning in {RUNS}"
+    assert mismatches(joint[0], RUNS, tmp_path) == []
+
+
 def table_picks() -> list:
     """``(kind, sidecar or None)`` for each of :data:`TABLE_PICKS`; one skipped case before the table exists."""
     if not TABLE.is_dir():
