@@ -49,6 +49,7 @@ GENERATE = [   # (id, extra arguments, words the one line must contain); a --mod
     ("unknown controller", ["--controller", "nosuch"], "unknown controller 'nosuch'"),
     ("threshold out of range", ["--controller", "fast-dllm", "--threshold", "1.5"], "threshold must be in (0, 1]"),
     ("threshold for vanilla", ["--controller", "vanilla", "--threshold", "0.9"], "takes no threshold"),
+    ("joint bound out of range", ["--controller", "joint", "--controller-arg", "bound=2"], "bound must be in (0, 1]"),
     ("egp is an oracle", ["--controller", "egp"], "collect-traces --controller egp"),
     ("bad dtype", ["--dtype", "float64"], "unknown dtype 'float64'"),
     ("empty prompt", ["--prompt", "  "], "empty prompt"),

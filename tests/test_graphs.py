@@ -16,7 +16,7 @@ from tspd.decoding.loop import generate
 from tspd.decoding.graphs import StepGraphs, step_graphs
 
 CONTROLLERS = [("vanilla", {}, False), ("fast-dllm", {"threshold": 0.5}, False), ("tspd", "net", True),
-            ("prophet", {}, False), ("credit", {}, True)]
+            ("prophet", {}, False), ("credit", {}, True), ("joint", {"bound": 0.3}, True)]
 
 
 def controller_kwargs(kw):

@@ -14,6 +14,8 @@ The bound is the one knob: lower commits more a step.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from tspd.decoding.controllers.base import Controller, Decision, StepView, valid_scores
@@ -26,7 +28,7 @@ def joint_prefix(conf: torch.Tensor, valid: torch.Tensor, bound: float) -> torch
     ranked, order = valid_scores(conf.float(), valid).sort(-1, descending=True)
     present = ranked > float("-inf")
     log_joint = torch.where(present, ranked.clamp_min(1e-30).log(), torch.zeros_like(ranked)).cumsum(-1)
-    keep = present & (log_joint >= torch.log(torch.tensor(bound)))
+    keep = present & (log_joint >= math.log(bound))
     keep[:, 0] = present[:, 0]                               # the most confident always (progress)
     keep = keep.long().cumprod(-1).bool()                    # a prefix: the first failure ends it
     return torch.zeros_like(valid).scatter_(-1, order, keep)
