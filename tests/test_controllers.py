@@ -34,7 +34,8 @@ def controller(name: str):
     return make_controller(name)
 
 
-NAMES = ["vanilla", "fast-dllm", "prophet", "prophet-eager", "credit", "learn2pd", "learn2pd-eot", "tspd", "joint", "egp"]
+NAMES = ["vanilla", "fast-dllm", "prophet", "prophet-eager", "credit", "learn2pd", "learn2pd-eot", "tspd", "joint",
+         "egp"]
 
 
 @pytest.mark.parametrize("ce", [False, True])
@@ -286,7 +287,7 @@ def test_joint_bound_skips_committed_positions_and_empty_rows():
     conf = torch.tensor([[0.999, 0.5, 0.95, 0.9], [0.9, 0.9, 0.9, 0.9]])
     masked = torch.tensor([[False, True, True, True], [False, False, False, False]])
     got = joint_prefix(conf, masked, 0.9)
-    assert got[0].tolist() == [False, False, True, False]     # 0.95 alone; 0.95 * 0.9 < 0.8
+    assert got[0].tolist() == [False, False, True, False]     # 0.95 alone; 0.95 * 0.9 < 0.9
     assert not got[1].any()
 
 

@@ -107,7 +107,8 @@ def test_regime_records(path):
 
 def test_pareto_record():
     stored = _json(pareto.RECORD)
-    sweeps = [("fast-dllm", False), ("credit", False), ("tspd", True), ("learn2pd", False), ("prophet", False), ("joint", True)]
+    sweeps = [("fast-dllm", False), ("credit", False), ("tspd", True), ("learn2pd", False), ("prophet", False),
+              ("joint", True)]
     for task in stored["tasks"].values():
         caches = {k.rsplit(" / ", 1)[1] for k in task}   # the test reads the stored keys; the code never does
         made = {pareto.name(display_name(p, ce), c) for p, ce in sweeps for c in caches}

@@ -44,4 +44,4 @@ class JointBound(Controller):
         self.bound = bound
 
     def decide(self, view: StepView) -> Decision:
-        return Decision(commit=joint_prefix(view.conf, view.masked, self.bound) & view.masked, within_masked=True)
+        return Decision(commit=joint_prefix(view.conf, view.masked, self.bound), within_masked=True)
